@@ -1,0 +1,55 @@
+"""mteb-lrd: layer-wise representation dynamics (LRD) and DySem for MTEB.
+
+The public API is re-exported here. Heavy modules (torch, mteb) load on first use, so
+``import mteb_lrd`` stays cheap for code that only needs the pure metrics.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "frenet": "mteb_lrd.metrics.frenet",
+    "FrenetResult": "mteb_lrd.metrics.frenet",
+    "nrs": "mteb_lrd.metrics.nrs",
+    "NRSResult": "mteb_lrd.metrics.nrs",
+    "gfmi": "mteb_lrd.metrics.gfmi",
+    "GFMIResult": "mteb_lrd.metrics.gfmi",
+    "lrd": "mteb_lrd.metrics.lrd",
+    "LRDResult": "mteb_lrd.metrics.lrd",
+    "LayerStates": "mteb_lrd.extraction",
+    "LayerExtractor": "mteb_lrd.extraction",
+    "extract_layer_states": "mteb_lrd.extraction",
+    "with_layer_dynamics": "mteb_lrd.evaluator",
+    "prune": "mteb_lrd.surgery",
+    "skip_blocks": "mteb_lrd.surgery",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mteb_lrd' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mteb_lrd.evaluator import with_layer_dynamics
+    from mteb_lrd.extraction import LayerExtractor, LayerStates, extract_layer_states
+    from mteb_lrd.metrics.frenet import FrenetResult, frenet
+    from mteb_lrd.metrics.gfmi import GFMIResult, gfmi
+    from mteb_lrd.metrics.lrd import LRDResult, lrd
+    from mteb_lrd.metrics.nrs import NRSResult, nrs
+    from mteb_lrd.surgery import prune, skip_blocks
