@@ -1,0 +1,188 @@
+"""Frenet family: how the top-r principal subspace of the pooled vectors moves across layers.
+
+Grassmann speed between adjacent layers, Menger curvature of consecutive triples, and the
+end-to-end displacement ``d0L`` (the paper's strongest model-selection score). Spec: lrd.md §2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
+
+__all__ = [
+    "FrenetResult",
+    "frenet",
+    "explained_variance_rank",
+    "principal_subspaces",
+    "grassmann_distance",
+    "menger_curvature",
+]
+
+
+def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of ``X̃ᵀX̃`` for each layer, descending: ``(S² (…, d), V (…, d, d))``.
+
+    The right singular vectors of the centred data are the eigenvectors of its scatter matrix;
+    float64 keeps them as accurate as a direct SVD at a fraction of the cost (d×d, not N×d).
+    """
+    xc = x.astype(np.float64)
+    xc -= xc.mean(axis=-2, keepdims=True)
+    scatter = np.swapaxes(xc, -1, -2) @ xc
+    eigvals, eigvecs = np.linalg.eigh(scatter)
+    return np.clip(eigvals[..., ::-1], 0.0, None), eigvecs[..., ::-1]
+
+
+def explained_variance_rank(x_last: np.ndarray, var_threshold: float = 0.95) -> int:
+    """``r = searchsorted(cumsum(S²)/sum(S²), var_threshold) + 1``, at least 2, at most ``min(d, N-1)``.
+
+    Args:
+        x_last: ``(N, d)`` normalised vectors of the last layer.
+        var_threshold: share of variance the subspace must explain, in (0, 1].
+    """
+    if not 0.0 < var_threshold <= 1.0:
+        raise ValueError(f"var_threshold must be in (0, 1]; got {var_threshold}")
+    s2, _ = _centred_covariance_eig(x_last)
+    total = s2.sum()
+    if total <= 0:
+        rank = 2
+    else:
+        rank = int(np.searchsorted(np.cumsum(s2) / total, var_threshold) + 1)
+    return _clamp_rank(max(rank, 2), *x_last.shape)
+
+
+def _clamp_rank(rank: int, n: int, d: int) -> int:
+    # Beyond min(d, N-1) the centred data has no more directions: extra columns would be arbitrary.
+    return max(1, min(rank, d, max(n - 1, 1)))
+
+
+def principal_subspaces(x: np.ndarray, rank: int) -> np.ndarray:
+    """Orthonormal bases ``Q_l = V[:, :r]`` of the top-``rank`` principal subspace of each layer.
+
+    Args:
+        x: ``(L+1, N, d)`` normalised vectors.
+        rank: subspace dimension ``r``.
+
+    Returns:
+        ``(L+1, d, r)`` float64.
+    """
+    _, eigvecs = _centred_covariance_eig(x)
+    return eigvecs[..., :rank]
+
+
+def grassmann_distance(q_a: np.ndarray, q_b: np.ndarray) -> np.ndarray:
+    """Arc-length Grassmann distance ``sqrt(Σ arccos(σ_i)²)``, ``σ = svd(Q_aᵀ Q_b)`` clipped to [-1, 1].
+
+    Broadcasts over leading axes: ``(…, d, r)`` and ``(…, d, r)`` → ``(…)``, in radians, not
+    normalised by ``r`` (range ``[0, π/2·√r]``).
+    """
+    sigma = np.linalg.svd(np.swapaxes(q_a, -1, -2) @ q_b, compute_uv=False)
+    theta = np.arccos(np.clip(sigma, -1.0, 1.0))
+    return np.sqrt(np.sum(theta**2, axis=-1))
+
+
+def menger_curvature(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Menger curvature ``4·sqrt(q)/(a·b·c)`` of triangles with sides ``a, b, c`` (Heron's ``q``).
+
+    Zero where the triangle is degenerate (``q <= 0``) or a side vanishes (``a·b·c < 1e-15``).
+    """
+    a, b, c = (np.asarray(v, dtype=np.float64) for v in (a, b, c))
+    p = (a + b + c) / 2.0
+    q = p * (p - a) * (p - b) * (p - c)
+    abc = a * b * c
+    ok = (q > 0) & (abc >= 1e-15)
+    out = np.zeros_like(abc)
+    out[ok] = 4.0 * np.sqrt(q[ok]) / abc[ok]
+    return out
+
+
+@dataclass(frozen=True)
+class FrenetResult:
+    """Frenet measurements of one model on one set of texts.
+
+    Attributes:
+        speed: ``(L,)`` Grassmann distance between layers ``l`` and ``l+1``.
+        curvature: ``(L-1,)`` Menger curvature at layers ``1 .. L-1``.
+        chord: ``(L-1,)`` direct distance between layers ``l-1`` and ``l+1``.
+        d0L: Grassmann distance between layer 0 and layer L.
+        rank: the subspace dimension used.
+        n_used: rows used; ``n_dropped``: rows excluded for NaN / Inf / zero vectors.
+    """
+
+    speed: np.ndarray
+    curvature: np.ndarray
+    chord: np.ndarray
+    d0L: float
+    rank: int
+    n_used: int
+    n_dropped: int
+
+    def summary(self) -> dict[str, float]:
+        """The spec's model-level summaries (lrd.md §2.7); NaN where undefined."""
+        s, k = self.speed, self.curvature
+        n_transitions = s.size
+        t = third(n_transitions)
+        total = float(s.sum())
+        early, late = safe_mean(s[:t]), safe_mean(s[-t:])
+        mean_speed = safe_mean(s)
+        return {
+            "total_arc_length": total,
+            "d0L": float(self.d0L),
+            "straightness": safe_ratio(float(self.d0L), total),
+            "mean_speed": mean_speed,
+            "std_speed": float(s.std()),
+            "max_speed": float(s.max()),
+            "speed_cv": safe_ratio(float(s.std()), mean_speed),
+            "mean_curvature": safe_mean(k),
+            "std_curvature": float(k.std()) if k.size else math.nan,
+            "max_curvature": float(k.max()) if k.size else math.nan,
+            "norm_arc_length": total / n_transitions,
+            "norm_mean_curvature": safe_mean(k) * n_transitions,
+            "peak_curvature_depth": float(np.argmax(k) / k.size) if k.size else math.nan,
+            "early_speed": early,
+            "late_speed": late,
+            "late_early_speed_ratio": safe_ratio(late, early),
+            "speed_slope": depth_slope(s),
+            "rank": float(self.rank),
+        }
+
+
+def frenet(states: object, rank: int | None = None, var_threshold: float = 0.95) -> FrenetResult:
+    """Grassmann speed, Menger curvature and end-to-end displacement of the top-r principal subspaces.
+
+    Args:
+        states: ``(L+1, N, d)`` pooled vectors of hidden states ``h_0 .. h_L`` (numpy or torch, any
+            real dtype); rows are L2-normalised here, NaN / Inf / zero rows dropped and counted.
+        rank: a fixed subspace dimension; ``None`` picks it from the last layer's explained variance.
+        var_threshold: variance share for the automatic rank.
+
+    Raises:
+        ValueError: fewer than 2 layers, fewer than 2 valid rows, or a rank below 1.
+    """
+    prepared = prepare_states(states, min_rows=2, what="frenet")
+    x = prepared.x
+    n_layers, n, d = x.shape
+    if rank is None:
+        r = explained_variance_rank(x[-1], var_threshold)
+    else:
+        if int(rank) != rank or rank < 1:
+            raise ValueError(f"rank must be a positive integer or None; got {rank!r}")
+        r = _clamp_rank(int(rank), n, d)
+    q = principal_subspaces(x, r)
+    speed = grassmann_distance(q[:-1], q[1:])
+    chord = grassmann_distance(q[:-2], q[2:]) if n_layers > 2 else np.zeros(0)
+    curvature = menger_curvature(speed[:-1], speed[1:], chord)
+    d0l = float(grassmann_distance(q[0], q[-1]))
+    return FrenetResult(
+        speed=speed,
+        curvature=curvature,
+        chord=chord,
+        d0L=d0l,
+        rank=r,
+        n_used=n,
+        n_dropped=prepared.n_dropped,
+    )

@@ -1,0 +1,179 @@
+"""GFMI — Graph Filtration Mutual Information: how well each layer's neighbourhood graph, filtered
+at a range of distance percentiles, agrees with the final layer's. Spec: lrd.md §4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from mteb_lrd.metrics.knn import knn, resolve_backend
+from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
+
+__all__ = [
+    "GFMIResult",
+    "gfmi",
+    "DEFAULT_PERCENTILES",
+    "filtration_components",
+    "mutual_information",
+    "gfmi_from_graphs",
+    "build_gfmi_result",
+]
+
+DEFAULT_PERCENTILES = np.linspace(5.0, 95.0, 20)
+
+
+def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
+    """Plug-in mutual information (natural log) of two labelings of the same items.
+
+    Equal to ``sklearn.metrics.mutual_info_score(a, b)``; the contingency table is built from
+    sorted label-pair codes, so its cost does not grow with the number of labels squared.
+    """
+    a = np.unique(a, return_inverse=True)[1].astype(np.int64)
+    b = np.unique(b, return_inverse=True)[1].astype(np.int64)
+    n = a.size
+    pairs, n_ij = np.unique(a * (b.max() + 1) + b, return_counts=True)
+    n_i = np.bincount(a)[pairs // (b.max() + 1)]
+    n_j = np.bincount(b)[pairs % (b.max() + 1)]
+    mi = np.sum(n_ij / n * (np.log(n_ij) + np.log(n) - np.log(n_i) - np.log(n_j)))
+    return max(float(mi), 0.0)
+
+
+def filtration_components(
+    distances: np.ndarray, neighbours: np.ndarray, percentiles: np.ndarray
+) -> np.ndarray:
+    """Connected-component labels of the kNN graph kept at each distance percentile.
+
+    Args:
+        distances: ``(N, k)`` cosine distances of each point's neighbours.
+        neighbours: ``(N, k)`` neighbour ids.
+        percentiles: thresholds ``τ_j = percentile(distances, p_j)``; edges with distance ≤ τ_j are
+            kept and taken as undirected.
+
+    Returns:
+        ``(P, N)`` component labels.
+    """
+    n, k = distances.shape
+    flat = distances.ravel()
+    rows = np.repeat(np.arange(n), k)
+    cols = neighbours.ravel()
+    thresholds = np.percentile(flat, percentiles)
+    labels = np.empty((len(thresholds), n), dtype=np.int64)
+    for j, tau in enumerate(thresholds):  # one graph per percentile (P ≈ 20), not per sample
+        keep = flat <= tau
+        graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (rows[keep], cols[keep])), shape=(n, n))
+        labels[j] = connected_components(graph.tocsr(), directed=False)[1]
+    return labels
+
+
+def gfmi_from_graphs(components: np.ndarray, percentiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MI of every layer's partitions with the final layer's, and its area under the percentile curve.
+
+    Args:
+        components: ``(L+1, P, N)`` labels from :func:`filtration_components` for every layer.
+        percentiles: the ``P`` percentile values (the x axis of the area).
+
+    Returns:
+        ``(mi (L+1, P), auc (L+1,))`` with ``auc = trapezoid(mi, x=percentiles)``.
+    """
+    final = components[-1]
+    mi = np.array(
+        [[mutual_information(layer[j], final[j]) for j in range(len(percentiles))] for layer in components]
+    )
+    return mi, np.trapezoid(mi, x=percentiles, axis=1)
+
+
+@dataclass(frozen=True)
+class GFMIResult:
+    """GFMI profile of one model on one set of texts.
+
+    Attributes:
+        mi: ``(L+1, P)`` mutual information with the final layer at each percentile.
+        auc: ``(L+1,)`` area under ``mi`` over the raw percentile values (the last entry is the final
+            layer's self-alignment: the integrated entropy of its partitions).
+        peak_mi: ``(L+1,)`` largest MI per layer; ``peak_percentile``: where it is reached.
+        percentiles: the filtration grid; ``k``: neighbours per point; ``n_used`` / ``n_dropped``.
+    """
+
+    mi: np.ndarray
+    auc: np.ndarray
+    peak_mi: np.ndarray
+    peak_percentile: np.ndarray
+    percentiles: np.ndarray
+    k: int
+    n_used: int
+    n_dropped: int
+
+    def summary(self) -> dict[str, float]:
+        """Model-level summaries. Early / late thirds use ``t = max(1, (L+1)//3)`` entries of the
+        ``L+1`` profile; ``slope`` is against relative depth; ``last_auc`` is the final layer's
+        self-alignment. MI is unnormalised: compare values only at equal N.
+        """
+        auc = self.auc
+        t = third(auc.size)
+        early, late = safe_mean(auc[:t]), safe_mean(auc[-t:])
+        return {
+            "mean_auc": safe_mean(auc),
+            "early_auc": early,
+            "late_auc": late,
+            "delta_late_early": late - early,
+            "slope": depth_slope(auc),
+            "first_auc": float(auc[0]),
+            "last_auc": float(auc[-1]),
+            "mean_peak_mi": safe_mean(self.peak_mi),
+        }
+
+
+def _validate_percentiles(percentiles: object) -> np.ndarray:
+    p = DEFAULT_PERCENTILES if percentiles is None else np.asarray(percentiles, dtype=np.float64)
+    if p.ndim != 1 or p.size < 2 or not np.all(np.isfinite(p)) or p.min() < 0 or p.max() > 100:
+        raise ValueError("percentiles must be a 1-D array of at least 2 finite values in [0, 100]")
+    if np.any(np.diff(p) <= 0):
+        raise ValueError("percentiles must be strictly increasing")
+    return p
+
+
+def gfmi(states: object, k: int = 30, percentiles: object = None, backend: str = "auto") -> GFMIResult:
+    """Graph-filtration mutual information of every layer with the final layer.
+
+    Args:
+        states: ``(L+1, N, d)`` pooled vectors (numpy or torch); normalised here, bad rows dropped.
+        k: neighbours per point in each layer's cosine kNN graph (self excluded).
+        percentiles: filtration grid in [0, 100]; default ``linspace(5, 95, 20)``.
+        backend: kNN engine, see :func:`mteb_lrd.metrics.knn.knn`.
+
+    Raises:
+        ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer; got {k!r}")
+    p = _validate_percentiles(percentiles)
+    resolve_backend(backend)
+    prepared = prepare_states(states, min_rows=k + 1, what=f"gfmi with k={k}")
+    components = []
+    for layer in prepared.x:
+        sims, idx = knn(layer, k, backend=backend)
+        components.append(filtration_components(1.0 - sims.astype(np.float64), idx, p))
+    return build_gfmi_result(np.stack(components), p, k, prepared.x.shape[1], prepared.n_dropped)
+
+
+def build_gfmi_result(
+    components: np.ndarray, p: np.ndarray, k: int, n_used: int, n_dropped: int
+) -> GFMIResult:
+    """Assemble a :class:`GFMIResult` from per-layer filtration labels ``(L+1, P, N)``."""
+    mi, auc = gfmi_from_graphs(components, p)
+    peak = mi.argmax(axis=1)
+    return GFMIResult(
+        mi=mi,
+        auc=auc,
+        peak_mi=mi.max(axis=1),
+        peak_percentile=p[peak],
+        percentiles=p,
+        k=int(k),
+        n_used=n_used,
+        n_dropped=n_dropped,
+    )

@@ -1,0 +1,160 @@
+"""All three LRD families in one call, sharing one exact kNN search per layer.
+
+NRS needs the k_nrs nearest neighbours of its anchors among all texts; GFMI needs the k_gfmi
+nearest neighbours of every text. One search with ``max(k_nrs, k_gfmi)`` serves both (the first
+k columns of a sorted k'-NN list are the k-NN list), where the reference searches twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mteb_lrd.metrics.frenet import FrenetResult, frenet
+from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
+from mteb_lrd.metrics.knn import knn, resolve_backend
+from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
+from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.summaries import finite_or_none
+
+__all__ = ["LRDResult", "lrd", "to_jsonable"]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Arrays → lists, numpy scalars → Python, NaN / Inf → ``None`` (recursively)."""
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return finite_or_none(value)
+    return value
+
+
+@dataclass(frozen=True)
+class LRDResult:
+    """Frenet, NRS and GFMI of one model on one set of texts, plus what was used to get them."""
+
+    frenet: FrenetResult
+    nrs: NRSResult
+    gfmi: GFMIResult
+    n_input: int
+    n_dropped: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_layers(self) -> int:
+        """``L``: transitions between the ``L+1`` hidden states."""
+        return int(self.frenet.speed.size)
+
+    def summary(self) -> dict[str, float]:
+        """Flat model-level scores, ``d0L`` first: ``frenet_d0L``, ``nrs_mean_jaccard``, ``gfmi_mean_auc``, …"""
+        out = {"frenet_d0L": self.frenet.d0L}
+        for prefix, result in (("frenet", self.frenet), ("nrs", self.nrs), ("gfmi", self.gfmi)):
+            out.update({f"{prefix}_{key}": value for key, value in result.summary().items()})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable profiles, summaries and parameters (NaN written as ``None``)."""
+        f, n, g = self.frenet, self.nrs, self.gfmi
+        return to_jsonable(
+            {
+                "num_layers": self.num_layers,
+                "n_input": self.n_input,
+                "n_used": f.n_used,
+                "n_dropped": self.n_dropped,
+                "params": self.params,
+                "frenet": {
+                    "speed": f.speed,
+                    "curvature": f.curvature,
+                    "d0L": f.d0L,
+                    "rank": f.rank,
+                    "summary": f.summary(),
+                },
+                "nrs": {
+                    "jaccard": n.jaccard,
+                    "first_last": n.first_last,
+                    "k": n.k,
+                    "n_anchors": n.n_anchors,
+                    "summary": n.summary(),
+                },
+                "gfmi": {
+                    "auc": g.auc,
+                    "peak_mi": g.peak_mi,
+                    "peak_percentile": g.peak_percentile,
+                    "percentiles": g.percentiles,
+                    "k": g.k,
+                    "summary": g.summary(),
+                },
+                "summary": self.summary(),
+            }
+        )
+
+
+def lrd(
+    states: object,
+    *,
+    rank: int | None = None,
+    var_threshold: float = 0.95,
+    nrs_k: int = 20,
+    n_anchors: int = 500,
+    seed: int = 42,
+    gfmi_k: int = 30,
+    percentiles: object = None,
+    backend: str = "auto",
+) -> LRDResult:
+    """Run Frenet, NRS and GFMI on ``states`` of shape ``(L+1, N, d)``.
+
+    Numbers equal those of :func:`~mteb_lrd.frenet`, :func:`~mteb_lrd.nrs` and :func:`~mteb_lrd.gfmi`
+    called separately with the same parameters; the kNN search is done once per layer.
+
+    Raises:
+        ValueError: as the three functions do (fewer than 2 layers, ``N <= k``, bad parameters).
+    """
+    for name, value in (("nrs_k", nrs_k), ("gfmi_k", gfmi_k)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    p = _validate_percentiles(percentiles)
+    resolve_backend(backend)
+    k_max = max(nrs_k, gfmi_k)
+    prepared = prepare_states(states, min_rows=k_max + 1, what=f"lrd with k={k_max}")
+    x = prepared.x
+    n = x.shape[1]
+    frenet_result = frenet(x, rank=rank, var_threshold=var_threshold)
+    anchors = anchor_ids(n, n_anchors, seed)
+    anchor_neighbours, components = [], []
+    for layer in x:
+        sims, idx = knn(layer, k_max, backend=backend)
+        anchor_neighbours.append(idx[anchors, :nrs_k])
+        components.append(
+            filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
+        )
+    jaccard, first_last = nrs_from_neighbours(np.stack(anchor_neighbours))
+    nrs_result = NRSResult(jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped)
+    gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
+    frenet_result = FrenetResult(**{**frenet_result.__dict__, "n_dropped": prepared.n_dropped})
+    params = {
+        "rank": rank,
+        "var_threshold": var_threshold,
+        "nrs_k": nrs_k,
+        "n_anchors": n_anchors,
+        "seed": seed,
+        "gfmi_k": gfmi_k,
+        "backend": resolve_backend(backend),
+    }
+    return LRDResult(
+        frenet_result,
+        nrs_result,
+        gfmi_result,
+        int(prepared.kept.size + prepared.n_dropped),
+        prepared.n_dropped,
+        params,
+    )

@@ -1,0 +1,116 @@
+"""NRS — Neighbourhood Retention Score: how much of each text's k-NN set survives from layer to layer.
+
+Spec: lrd.md §3. Anchors are a seeded sample of the texts; their neighbours are searched among
+all texts of the layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mteb_lrd.metrics.knn import knn, resolve_backend
+from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.summaries import safe_mean, third
+
+__all__ = ["NRSResult", "nrs", "jaccard_retention", "anchor_ids", "nrs_from_neighbours"]
+
+
+def anchor_ids(n: int, n_anchors: int, seed: int = 42) -> np.ndarray:
+    """``min(n_anchors, n)`` anchors: ``RandomState(seed).choice(n, ·, replace=False)``, sorted."""
+    if n_anchors < 1:
+        raise ValueError(f"n_anchors must be >= 1; got {n_anchors}")
+    count = min(n_anchors, n)
+    return np.sort(np.random.RandomState(seed).choice(n, count, replace=False))
+
+
+def jaccard_retention(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise Jaccard index ``|A∩B| / |A∪B|`` of two ``(n, k)`` arrays of neighbour ids.
+
+    Each row holds distinct ids. Vectorised: sort the concatenated rows and count equal neighbours.
+    """
+    both = np.sort(np.concatenate([a, b], axis=1), axis=1)
+    inter = np.count_nonzero(both[:, 1:] == both[:, :-1], axis=1)
+    union = a.shape[1] + b.shape[1] - inter
+    return inter / union
+
+
+@dataclass(frozen=True)
+class NRSResult:
+    """Neighbourhood retention of one model on one set of texts.
+
+    Attributes:
+        jaccard: ``(L,)`` mean Jaccard retention between layers ``l`` and ``l+1``.
+        first_last: mean Jaccard retention between layer 0 and layer L.
+        k: neighbours per anchor; ``n_anchors``: anchors used; ``n_used`` / ``n_dropped``: rows.
+    """
+
+    jaccard: np.ndarray
+    first_last: float
+    k: int
+    n_anchors: int
+    n_used: int
+    n_dropped: int
+
+    def summary(self) -> dict[str, float]:
+        """The spec's summaries (lrd.md §3); NaN where a third is empty."""
+        j = self.jaccard
+        n_transitions = j.size
+        t = third(n_transitions)
+        early, late = safe_mean(j[:t]), safe_mean(j[-t:])
+        return {
+            "mean_jaccard": safe_mean(j),
+            "std_jaccard": float(j.std()),
+            "min_jaccard": float(j.min()),
+            "max_jaccard": float(j.max()),
+            "early_jaccard": early,
+            "mid_jaccard": safe_mean(j[t : 2 * t]),
+            "late_jaccard": late,
+            "jaccard_auc": float(np.trapezoid(j) / n_transitions),
+            "delta_jaccard": late - early,
+            "mean_instability": 1.0 - safe_mean(j),
+            "jaccard_first_last": float(self.first_last),
+        }
+
+
+def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float]:
+    """Adjacent-layer and first-last retention from ``(L+1, n_anchors, k)`` neighbour ids."""
+    jaccard = np.array(
+        [jaccard_retention(neighbours[i], neighbours[i + 1]).mean() for i in range(len(neighbours) - 1)]
+    )
+    first_last = float(jaccard_retention(neighbours[0], neighbours[-1]).mean())
+    return jaccard, first_last
+
+
+def nrs(
+    states: object, k: int = 20, n_anchors: int = 500, seed: int = 42, backend: str = "auto"
+) -> NRSResult:
+    """Neighbourhood Retention Score between adjacent layers.
+
+    Args:
+        states: ``(L+1, N, d)`` pooled vectors (numpy or torch); normalised here, bad rows dropped.
+        k: cosine nearest neighbours per anchor, self excluded by index.
+        n_anchors: anchors sampled with ``seed`` (all rows when ``N <= n_anchors``).
+        seed: anchor sampling seed.
+        backend: kNN engine, see :func:`mteb_lrd.metrics.knn.knn`.
+
+    Raises:
+        ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer; got {k!r}")
+    resolve_backend(backend)
+    prepared = prepare_states(states, min_rows=k + 1, what=f"nrs with k={k}")
+    x = prepared.x
+    anchors = anchor_ids(x.shape[1], n_anchors, seed)
+    neighbours = np.stack([knn(layer, k, anchors, backend)[1] for layer in x])
+    jaccard, first_last = nrs_from_neighbours(neighbours)
+    return NRSResult(
+        jaccard=jaccard,
+        first_last=first_last,
+        k=int(k),
+        n_anchors=int(anchors.size),
+        n_used=x.shape[1],
+        n_dropped=prepared.n_dropped,
+    )

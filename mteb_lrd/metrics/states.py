@@ -1,0 +1,105 @@
+"""Input validation shared by every LRD metric: one array of per-layer pooled vectors in, clean fp32 out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PreparedStates", "prepare_states", "subsample"]
+
+
+@dataclass(frozen=True)
+class PreparedStates:
+    """Per-layer vectors ready for the metrics.
+
+    Attributes:
+        x: ``(L+1, N, d)`` float32, every row L2-normalised, only rows that are finite and non-zero
+            at every layer.
+        kept: indices (into the input's N axis) of the rows kept.
+        n_dropped: rows excluded because some layer had NaN, Inf or a zero vector there.
+    """
+
+    x: np.ndarray
+    kept: np.ndarray
+    n_dropped: int
+
+    @property
+    def num_layers(self) -> int:
+        """``L``: the number of transitions (hidden states are ``h_0 .. h_L``)."""
+        return self.x.shape[0] - 1
+
+
+def _to_numpy(states: object) -> np.ndarray:
+    # torch tensors (CPU or GPU, any dtype) without importing torch here.
+    if hasattr(states, "detach") and hasattr(states, "cpu"):
+        states = states.detach().cpu()
+        if str(getattr(states, "dtype", "")) == "torch.bfloat16":
+            states = states.float()
+        states = states.numpy()
+    try:
+        return np.asarray(states)
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            f"states must be an array-like of shape (L+1, N, d); got {type(states).__name__}"
+        ) from err
+
+
+def prepare_states(states: object, *, min_rows: int = 2, what: str = "this metric") -> PreparedStates:
+    """Validate ``states`` of shape ``(L+1, N, d)``, drop bad rows, cast to fp32 and L2-normalise.
+
+    A row (text) that is NaN, Inf or all-zero at *any* layer is dropped from *every* layer, so all
+    layers keep describing the same texts; the count is reported.
+
+    Args:
+        states: numpy array, torch tensor or nested sequence, shape ``(L+1, N, d)``, real dtype.
+        min_rows: the fewest valid rows ``what`` can work with.
+        what: the caller's name, for error messages.
+
+    Raises:
+        TypeError: for non-numeric or complex input.
+        ValueError: for a wrong shape, fewer than 2 layers, or too few valid rows.
+    """
+    arr = _to_numpy(states)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"states must hold real numbers; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError("states must be real; got a complex array")
+    if arr.ndim != 3:
+        raise ValueError(f"states must have shape (L+1, N, d) = (layers, texts, dims); got shape {arr.shape}")
+    n_layers, n_rows, dim = arr.shape
+    if n_layers < 2:
+        raise ValueError(f"{what} needs at least 2 hidden states (h_0 and h_L); got {n_layers}")
+    if dim < 1:
+        raise ValueError("states have d = 0 dimensions")
+    x = arr.astype(np.float32, copy=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(x).all(axis=2)
+        # float64 norms: fp32 squares of large finite values overflow.
+        norms = np.sqrt(np.einsum("lnd,lnd->ln", x, x, dtype=np.float64))
+    valid = (finite & (norms > 0) & np.isfinite(norms)).all(axis=0)
+    kept = np.flatnonzero(valid)
+    if kept.size < min_rows:
+        raise ValueError(
+            f"{what} needs at least {min_rows} valid rows (texts); got {kept.size} of {n_rows} "
+            f"({n_rows - kept.size} dropped for NaN, Inf or zero vectors)"
+        )
+    x = x[:, kept]
+    x /= norms[:, kept, None].astype(np.float32)
+    return PreparedStates(x=x, kept=kept, n_dropped=int(n_rows - kept.size))
+
+
+def subsample(n: int, cap: int | None, seed: int = 42) -> np.ndarray:
+    """The reference's sub-sampling rule: all of ``range(n)`` when ``n <= cap``, else
+    ``RandomState(seed).choice(n, cap, replace=False)`` sorted.
+
+    Raises:
+        ValueError: for a negative ``n`` or a ``cap`` below 1.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0; got {n}")
+    if cap is None or n <= cap:
+        return np.arange(n)
+    if cap < 1:
+        raise ValueError(f"cap must be >= 1 or None; got {cap}")
+    return np.sort(np.random.RandomState(seed).choice(n, cap, replace=False))
