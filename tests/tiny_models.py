@@ -81,30 +81,63 @@ COMMON = dict(initializer_range=0.5)
 def _config(kind: str, num_layers: int):
     if kind == "bert":
         return BertConfig(
-            vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=num_layers,
-            num_attention_heads=4, max_position_embeddings=64, **COMMON,
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            max_position_embeddings=64,
+            **COMMON,
         )
     if kind == "mpnet":
         return MPNetConfig(
-            vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=num_layers,
-            num_attention_heads=4, max_position_embeddings=66, **COMMON,
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            max_position_embeddings=66,
+            **COMMON,
         )
     if kind == "llama":
         return LlamaConfig(
-            vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=num_layers,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-            pad_token_id=0, eos_token_id=6, bos_token_id=5, **COMMON,
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            eos_token_id=6,
+            bos_token_id=5,
+            **COMMON,
         )
     if kind == "qwen2":
         return Qwen2Config(
-            vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_hidden_layers=num_layers,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-            pad_token_id=0, eos_token_id=6, bos_token_id=5, **COMMON,
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            eos_token_id=6,
+            bos_token_id=5,
+            **COMMON,
         )
     if kind == "gpt2":
         return GPT2Config(
-            vocab_size=VOCAB_SIZE, n_embd=32, n_layer=num_layers, n_head=4, n_positions=64,
-            pad_token_id=0, eos_token_id=6, bos_token_id=5, **COMMON,
+            vocab_size=VOCAB_SIZE,
+            n_embd=32,
+            n_layer=num_layers,
+            n_head=4,
+            n_positions=64,
+            pad_token_id=0,
+            eos_token_id=6,
+            bos_token_id=5,
+            **COMMON,
         )
     raise ValueError(f"unknown tiny model kind {kind!r}")
 
@@ -125,7 +158,9 @@ def build_tiny_model(kind: str, path: Path, num_layers: int = 4, seed: int = 0) 
     return path
 
 
-def build_tiny_sentence_transformer(path: Path, pooling: str = "mean", num_layers: int = 4, seed: int = 0) -> Path:
+def build_tiny_sentence_transformer(
+    path: Path, pooling: str = "mean", num_layers: int = 4, seed: int = 0
+) -> Path:
     """A SentenceTransformer folder (tiny BERT + pooling + Normalize) saved to ``path``."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer

@@ -1,0 +1,125 @@
+"""Load a model for layer-wise work from a path or name, or accept an already loaded one."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mteb_lrd.architectures import LocatedArchitecture, locate
+
+__all__ = ["LoadedModel", "load_model", "resolve_device", "resolve_dtype", "is_sentence_transformer"]
+
+_DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+}
+
+
+def is_sentence_transformer(model: object) -> bool:
+    """Whether ``model`` is a ``sentence_transformers.SentenceTransformer``."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:  # pragma: no cover - a declared dependency
+        return False
+    return isinstance(model, SentenceTransformer)
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` → ``cuda`` when a GPU is visible, else ``cpu``."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """Accept ``torch.float16`` or its name (``"float16"``, ``"fp16"``, …); ``None`` stays ``None``.
+
+    Raises:
+        ValueError: for an unknown name.
+    """
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be a torch dtype or one of {sorted(_DTYPES)}; got {dtype!r}")
+    return _DTYPES[dtype]
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for one-pass extraction.
+
+    Attributes:
+        model: the SentenceTransformer or transformers model that is called.
+        tokenizer: the tokenizer (``None`` for SentenceTransformers, which tokenize themselves).
+        architecture: where its blocks and final norm are.
+        name: a human-readable name (path or ``name_or_path``).
+    """
+
+    model: Any
+    tokenizer: Any
+    architecture: LocatedArchitecture
+    name: str
+
+    @property
+    def is_sentence_transformer(self) -> bool:
+        """Whether extraction goes through the SentenceTransformer pipeline."""
+        return self.tokenizer is None
+
+
+def load_model(
+    model: object,
+    tokenizer: object = None,
+    *,
+    device: torch.device,
+    dtype: torch.dtype | None = None,
+) -> LoadedModel:
+    """Load ``model`` (SentenceTransformer, transformers model, or a path / name of either).
+
+    A folder with ``modules.json`` loads as a SentenceTransformer; any other path or name loads with
+    ``AutoModel`` (the base model: no task head is needed for hidden states). Offline use needs a
+    local path or a model already in the Hugging Face cache.
+
+    Raises:
+        UnsupportedArchitectureError: when the blocks cannot be located.
+        ValueError: when a plain transformers model comes without a tokenizer and none can be loaded.
+    """
+    if isinstance(model, (str, os.PathLike)):
+        name = str(model)
+        if (Path(name) / "modules.json").is_file():
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(
+                name, device=str(device), model_kwargs={"dtype": dtype} if dtype else None
+            )
+        else:
+            from transformers import AutoModel, AutoTokenizer
+
+            model = AutoModel.from_pretrained(name, dtype=dtype or "auto")
+            tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(name)
+    else:
+        name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
+    if is_sentence_transformer(model):
+        architecture = locate(model)
+        name = str(getattr(architecture.model.config, "name_or_path", "") or name)
+        if dtype is not None:
+            model.to(dtype)
+        return LoadedModel(model.to(device).eval(), None, architecture, name)
+    if tokenizer is None:
+        path = getattr(getattr(model, "config", None), "name_or_path", None)
+        if not path:
+            raise ValueError("a transformers model needs its tokenizer: pass tokenizer=...")
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    architecture = locate(model)
+    if dtype is not None:
+        model.to(dtype)
+    return LoadedModel(model.to(device).eval(), tokenizer, architecture, name)
