@@ -46,10 +46,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mteb_lrd.evaluator import with_layer_dynamics
-    from mteb_lrd.extraction import LayerExtractor, LayerStates, extract_layer_states
-    from mteb_lrd.metrics.frenet import FrenetResult, frenet
-    from mteb_lrd.metrics.gfmi import GFMIResult, gfmi
-    from mteb_lrd.metrics.lrd import LRDResult, lrd
-    from mteb_lrd.metrics.nrs import NRSResult, nrs
-    from mteb_lrd.surgery import prune, skip_blocks
+    from mteb_lrd.evaluator import with_layer_dynamics  # noqa: F401
+    from mteb_lrd.extraction import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
+    from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
+    from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
+    from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
+    from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
+    from mteb_lrd.surgery import prune, skip_blocks  # noqa: F401
