@@ -1,0 +1,240 @@
+"""Label-free model selection (spec §5): correlate model-level scores with task performance.
+
+Pure numpy. The inputs are plain nested dicts so that studies, tests and notebooks can fill them:
+
+* ``scores[task][model][score_name]`` — label-free, model-level scores measured on the task's texts
+  (``frenet_d0L``, NRS / GFMI summaries, ``rankme``, ``alpha_req``);
+* ``main[task][model]`` — the model's MTEB main score on the task;
+* ``models[model]`` — covariates: ``params``, ``dim``, ``family``.
+
+Beyond the paper: partial correlations controlling for log(parameters), embedding dimension and
+family, and leave-one-family-out correlations. With a panel this small most controlled statistics
+are undefined or weak; :func:`panel_caveats` says so in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mteb_lrd.statistics import Correlation, partial_spearman, spearman
+
+__all__ = [
+    "CONTROLS",
+    "TaskSummary",
+    "alpha_req",
+    "correlate_per_task",
+    "leave_one_family_out",
+    "panel_caveats",
+    "partial_per_task",
+    "rankme",
+    "summarise_tasks",
+]
+
+CONTROLS: tuple[str, ...] = ("log_params", "dim", "family")
+MIN_MODELS = 4
+
+
+def _embedding_matrix(x: object) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2 or min(a.shape) < 2:
+        raise ValueError(f"embeddings must be an (N, D) matrix with N, D >= 2, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("embeddings contain NaN or Inf")
+    return a
+
+
+def rankme(embeddings: object, eps: float = 1e-7) -> float:
+    """RankMe (Garrido et al. 2023): ``exp(entropy)`` of the normalised singular values.
+
+    ``p_k = σ_k / Σσ + eps``; returns ``exp(-Σ p_k log p_k)``, between 1 and min(N, D).
+    """
+    s = np.linalg.svd(_embedding_matrix(embeddings), compute_uv=False)
+    if s.sum() <= 0:
+        return 1.0
+    p = s / s.sum() + eps
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+def alpha_req(embeddings: object) -> float:
+    """α-ReQ (Agrawal et al. 2022): decay exponent of the covariance eigenspectrum.
+
+    Least-squares fit of ``log λ_i = -α log i + c`` over the non-zero eigenvalues of the centred
+    covariance (``λ_i = σ_i² / N``). Closer to 1 is the paper's "better"; we report α itself.
+    """
+    a = _embedding_matrix(embeddings)
+    s = np.linalg.svd(a - a.mean(axis=0), compute_uv=False)
+    eig = s**2 / a.shape[0]
+    eig = eig[eig > eig.max() * 1e-12] if eig.max() > 0 else eig[:0]
+    if eig.size < 2:
+        return float("nan")
+    i = np.arange(1, eig.size + 1, dtype=np.float64)
+    slope, _ = np.polyfit(np.log(i), np.log(eig), 1)
+    return float(-slope)
+
+
+def _aligned(task_scores: Mapping[str, Mapping[str, float]], task_main: Mapping[str, float], name: str):
+    models = sorted(
+        m for m in task_scores if m in task_main and np.isfinite(task_scores[m].get(name, np.nan))
+    )
+    x = np.array([task_scores[m][name] for m in models], dtype=np.float64)
+    y = np.array([task_main[m] for m in models], dtype=np.float64)
+    return models, x, y
+
+
+def correlate_per_task(
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+    main: Mapping[str, Mapping[str, float]],
+    *,
+    min_models: int = MIN_MODELS,
+) -> dict[str, dict[str, Correlation]]:
+    """Spearman ρ across models of every score against the main score, per task.
+
+    A task is skipped for a score (absent from the result) with fewer than ``min_models`` models or
+    a constant vector, as the spec says.
+
+    Returns:
+        ``{score_name: {task: Correlation}}``.
+    """
+    out: dict[str, dict[str, Correlation]] = {}
+    for task, per_model in scores.items():
+        names = sorted({name for values in per_model.values() for name in values})
+        for name in names:
+            models, x, y = _aligned(per_model, main.get(task, {}), name)
+            if len(models) < min_models or np.ptp(x) == 0 or np.ptp(y) == 0:
+                continue
+            out.setdefault(name, {})[task] = spearman(x, y)
+    return out
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    """How one score correlates with performance over tasks (the paper's table)."""
+
+    n_tasks: int
+    median_rho: float
+    mean_rho: float
+    median_abs_rho: float
+    n_p05: int
+    n_p01: int
+    n_positive: int
+    n_negative: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        """Plain-dict view (JSON / tables)."""
+        return dict(self.__dict__)
+
+
+def summarise_tasks(per_task: Mapping[str, Correlation]) -> TaskSummary:
+    """Median / mean / median-|ρ| over tasks, tasks with p < .05 and < .01, signs."""
+    rho = np.array([c.rho for c in per_task.values() if np.isfinite(c.rho)])
+    p = np.array([c.p for c in per_task.values() if np.isfinite(c.rho)])
+    if rho.size == 0:
+        nan = float("nan")
+        return TaskSummary(0, nan, nan, nan, 0, 0, 0, 0)
+    return TaskSummary(
+        n_tasks=int(rho.size),
+        median_rho=float(np.median(rho)),
+        mean_rho=float(rho.mean()),
+        median_abs_rho=float(np.median(np.abs(rho))),
+        n_p05=int(np.sum(p < 0.05)),
+        n_p01=int(np.sum(p < 0.01)),
+        n_positive=int(np.sum(rho > 0)),
+        n_negative=int(np.sum(rho < 0)),
+    )
+
+
+def _covariates(models: list[str], info: Mapping[str, Mapping[str, object]], control: str) -> np.ndarray:
+    if control == "log_params":
+        return np.log(np.array([[float(info[m]["params"])] for m in models]))
+    if control == "dim":
+        return np.array([[float(info[m]["dim"])] for m in models])
+    if control == "family":
+        families = [str(info[m]["family"]) for m in models]
+        levels = sorted(set(families))[1:]  # one-hot, first level dropped
+        return np.array([[f == level for level in levels] for f in families], dtype=np.float64).reshape(
+            len(models), len(levels)
+        )
+    raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+
+
+def partial_per_task(
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+    main: Mapping[str, Mapping[str, float]],
+    models: Mapping[str, Mapping[str, object]],
+    control: str,
+    *,
+    min_models: int = MIN_MODELS,
+) -> dict[str, dict[str, Correlation]]:
+    """Partial Spearman ρ per task and score, controlling for one of :data:`CONTROLS`.
+
+    NaN where the panel leaves no degree of freedom (e.g. five families among six models).
+    """
+    if control not in CONTROLS:
+        raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+    out: dict[str, dict[str, Correlation]] = {}
+    for task, per_model in scores.items():
+        names = sorted({name for values in per_model.values() for name in values})
+        for name in names:
+            ids, x, y = _aligned(per_model, main.get(task, {}), name)
+            if len(ids) < min_models or np.ptp(x) == 0 or np.ptp(y) == 0:
+                continue
+            z = _covariates(ids, models, control)
+            if z.shape[1] == 0 or np.all(np.ptp(z, axis=0) == 0):
+                out.setdefault(name, {})[task] = Correlation(float("nan"), float("nan"), len(ids))
+                continue
+            out.setdefault(name, {})[task] = partial_spearman(x, y, z)
+    return out
+
+
+def leave_one_family_out(
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+    main: Mapping[str, Mapping[str, float]],
+    models: Mapping[str, Mapping[str, object]],
+    *,
+    min_models: int = MIN_MODELS,
+) -> dict[str, dict[str, TaskSummary]]:
+    """Task summaries recomputed with each family's models left out.
+
+    Returns:
+        ``{score_name: {left_out_family: TaskSummary}}``; a family whose removal leaves fewer than
+        ``min_models`` models yields an empty summary (``n_tasks = 0``).
+    """
+    families = sorted({str(info["family"]) for info in models.values()})
+    out: dict[str, dict[str, TaskSummary]] = {}
+    for family in families:
+        keep = {m for m, info in models.items() if str(info["family"]) != family}
+        reduced = {t: {m: v for m, v in per.items() if m in keep} for t, per in scores.items()}
+        per_score = correlate_per_task(reduced, main, min_models=min_models)
+        names = {n for per in scores.values() for values in per.values() for n in values}
+        for name in sorted(names):
+            out.setdefault(name, {})[family] = summarise_tasks(per_score.get(name, {}))
+    return out
+
+
+def panel_caveats(models: Mapping[str, Mapping[str, object]], n_tasks: int) -> list[str]:
+    """Plain-words limits of what a panel of this size can show."""
+    n = len(models)
+    families = {str(info["family"]) for info in models.values()}
+    notes = []
+    if n < MIN_MODELS:
+        notes.append(
+            f"only {n} models: per-task correlations need at least {MIN_MODELS}; nothing can be claimed."
+        )
+    elif n < 10:
+        # With n models, |ρ| must exceed the two-sided .05 critical value to be significant (n=6: 0.886).
+        notes.append(
+            f"{n} models: a single task's Spearman ρ is significant at p < .05 only when |ρ| is very large "
+            "(0.886 for n = 6); per-task significance counts are therefore low by construction, and signs "
+            "and medians over tasks carry the evidence."
+        )
+    if len(families) >= n - 2:
+        notes.append(
+            f"{len(families)} families among {n} models: controlling for family leaves no degree of freedom; "
+            "the family-controlled partial correlation is undefined (reported as NaN)."
+        )
+    if n_tasks < 5:
+        notes.append(f"only {n_tasks} tasks: the over-task summaries are indicative, not tests.")
+    return notes

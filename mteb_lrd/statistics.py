@@ -1,0 +1,124 @@
+"""Small statistics for the studies: rank correlation, partial correlation, bootstrap, Wilcoxon.
+
+Pure numpy / scipy. Every function validates its input and returns plain floats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "Correlation",
+    "bootstrap_ci",
+    "partial_spearman",
+    "spearman",
+    "wilcoxon_paired",
+]
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A correlation coefficient with its two-sided p-value and sample size (NaN when undefined)."""
+
+    rho: float
+    p: float
+    n: int
+
+
+def _vector(x: object, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d sequence, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return a
+
+
+def spearman(x: object, y: object) -> Correlation:
+    """Spearman's ρ and its p-value (scipy); NaN when n < 3 or a vector is constant."""
+    a, b = _vector(x, "x"), _vector(y, "y")
+    if a.size != b.size:
+        raise ValueError(f"x and y must have the same length, got {a.size} and {b.size}")
+    if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return Correlation(float("nan"), float("nan"), int(a.size))
+    result = stats.spearmanr(a, b)
+    return Correlation(float(result.statistic), float(result.pvalue), int(a.size))
+
+
+def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
+    """Spearman partial correlation of x and y controlling for covariates (rank, then residualise).
+
+    The ranks of x and y are regressed (least squares, with intercept) on the ranks of each covariate
+    column; ρ is the Pearson correlation of the residuals. The p-value uses a t distribution with
+    ``n - 2 - k`` degrees of freedom (k = number of covariates); NaN when that is < 1 or a residual
+    vector is constant.
+
+    Args:
+        x, y: length-n vectors.
+        covariates: an (n,) or (n, k) array; categorical covariates must be one-hot (drop one level).
+    """
+    a, b = _vector(x, "x"), _vector(y, "y")
+    z = np.asarray(covariates, dtype=np.float64)
+    z = z[:, None] if z.ndim == 1 else z
+    if z.ndim != 2 or z.shape[0] != a.size or b.size != a.size:
+        raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("covariates contain NaN or Inf")
+    n, k = z.shape
+    dof = n - 2 - k
+    if dof < 1:
+        return Correlation(float("nan"), float("nan"), n)
+    design = np.column_stack([np.ones(n), np.apply_along_axis(stats.rankdata, 0, z)])
+    ranks = np.column_stack([stats.rankdata(a), stats.rankdata(b)])
+    coef, *_ = np.linalg.lstsq(design, ranks, rcond=None)
+    residual = ranks - design @ coef
+    if np.any(residual.std(axis=0) < 1e-12):
+        return Correlation(float("nan"), float("nan"), n)
+    rho = float(np.clip(np.corrcoef(residual.T)[0, 1], -1.0, 1.0))
+    if abs(rho) == 1.0:
+        return Correlation(rho, 0.0, n)
+    t = rho * np.sqrt(dof / (1.0 - rho**2))
+    return Correlation(rho, float(2 * stats.t.sf(abs(t), dof)), n)
+
+
+def bootstrap_ci(
+    values: object,
+    *,
+    statistic: str = "mean",
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean or median of ``values`` (vectorised resampling).
+
+    Raises:
+        ValueError: empty input, unknown statistic, confidence outside (0, 1), n_resamples < 1.
+    """
+    v = _vector(values, "values")
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    if statistic not in ("mean", "median"):
+        raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    idx = np.random.default_rng(seed).integers(0, v.size, size=(n_resamples, v.size))
+    samples = v[idx]
+    est = samples.mean(axis=1) if statistic == "mean" else np.median(samples, axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(est, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def wilcoxon_paired(x: object, y: object) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of x − y (scipy); NaN with < 2 non-zero differences."""
+    a, b = _vector(x, "x"), _vector(y, "y")
+    if a.size != b.size:
+        raise ValueError(f"x and y must be paired (same length), got {a.size} and {b.size}")
+    if np.count_nonzero(a - b) < 2:
+        return float("nan")
+    return float(stats.wilcoxon(a, b).pvalue)

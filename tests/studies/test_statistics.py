@@ -1,0 +1,79 @@
+"""Statistics against scipy and straightforward implementations on fixed data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+from mteb_lrd.statistics import bootstrap_ci, partial_spearman, spearman, wilcoxon_paired
+
+X = np.array([0.1, 0.4, 0.35, 0.8, 0.6, 0.9, 0.2])
+Y = np.array([1.0, 2.5, 2.0, 3.9, 4.1, 3.0, 0.5])
+Z = np.array([5.0, 1.0, 3.0, 2.0, 8.0, 4.0, 6.0])
+
+
+def test_spearman_matches_scipy_and_hand_case():
+    got = spearman(X, Y)
+    ref = stats.spearmanr(X, Y)
+    assert got.rho == pytest.approx(ref.statistic) and got.p == pytest.approx(ref.pvalue) and got.n == 7
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]).rho == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]).rho == pytest.approx(-1.0)
+
+
+def test_spearman_undefined_cases_are_nan():
+    assert np.isnan(spearman([1, 1, 1, 1], [1, 2, 3, 4]).rho)
+    assert np.isnan(spearman([1, 2], [1, 2]).rho)
+    with pytest.raises(ValueError, match="same length"):
+        spearman([1, 2, 3], [1, 2])
+
+
+def test_partial_spearman_matches_residual_formula():
+    # Straightforward reference: Pearson partial correlation of ranks via the recursive formula.
+    rx, ry, rz = (stats.rankdata(v) for v in (X, Y, Z))
+    r = np.corrcoef([rx, ry, rz])
+    expected = (r[0, 1] - r[0, 2] * r[1, 2]) / np.sqrt((1 - r[0, 2] ** 2) * (1 - r[1, 2] ** 2))
+    got = partial_spearman(X, Y, Z)
+    assert got.rho == pytest.approx(expected)
+    dof = 7 - 3
+    t = expected * np.sqrt(dof / (1 - expected**2))
+    assert got.p == pytest.approx(2 * stats.t.sf(abs(t), dof))
+
+
+def test_partial_spearman_no_dof_is_nan():
+    assert np.isnan(partial_spearman(X[:4], Y[:4], np.eye(4)[:, :3]).rho)
+
+
+def test_bootstrap_ci_against_loop_and_contains_mean():
+    values = np.array([-0.02, 0.01, -0.05, 0.0, -0.01, -0.03, 0.02, -0.04])
+    low, high = bootstrap_ci(values, n_resamples=2000, seed=3)
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, values.size, size=(2000, values.size))
+    means = [values[row].mean() for row in idx]
+    assert (low, high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
+    assert low <= values.mean() <= high
+    low_m, high_m = bootstrap_ci(values, statistic="median", n_resamples=500)
+    assert low_m <= np.median(values) <= high_m
+
+
+@given(st.sampled_from(["mode", "", "MEAN"]))
+def test_bootstrap_rejects_unknown_statistic(statistic):
+    with pytest.raises(ValueError, match="statistic"):
+        bootstrap_ci([1.0, 2.0], statistic=statistic)
+
+
+@given(st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0), st.just(float("nan"))))
+def test_bootstrap_rejects_bad_confidence(confidence):
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ci([1.0, 2.0], confidence=confidence)
+
+
+def test_wilcoxon_matches_scipy():
+    a = np.array([0.1, -0.2, 0.05, 0.3, -0.1, 0.25, 0.15])
+    b = np.array([0.0, -0.1, -0.05, 0.1, -0.3, 0.2, 0.0])
+    assert wilcoxon_paired(a, b) == pytest.approx(stats.wilcoxon(a, b).pvalue)
+    assert np.isnan(wilcoxon_paired([1.0, 2.0], [1.0, 2.0]))
+    with pytest.raises(ValueError, match="NaN"):
+        wilcoxon_paired([np.nan, 1.0], [1.0, 2.0])
