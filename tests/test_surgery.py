@@ -1,0 +1,233 @@
+"""Block removal and skipping on every supported architecture family."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import AutoModel, AutoModelForCausalLM
+
+from mteb_lrd.surgery import PRUNING_FILE, prune, skip_blocks, validate_blocks
+from tests.tiny_models import DECODERS, load_tiny_tokenizer
+
+
+def _load(kind: str, path):
+    cls = AutoModelForCausalLM if kind in DECODERS else AutoModel
+    return cls.from_pretrained(str(path)).eval()
+
+
+def _hidden_states(model, tokenizer, texts):
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+    return [h.numpy() for h in out.hidden_states]
+
+
+def _manual_forward_without(model, tokenizer, texts, removed, kind):
+    """Reference: run the kept blocks by hand via forward hooks that swap a block's output for its input."""
+    from mteb_lrd.architectures import locate
+
+    blocks = locate(model).blocks
+    handles = []
+    for index in removed:
+
+        def passthrough(module, args, kwargs, output):
+            hidden = kwargs.get("hidden_states", args[0] if args else None)
+            return (hidden,) + tuple(output[1:]) if isinstance(output, tuple) else hidden
+
+        handles.append(blocks[index].register_forward_hook(passthrough, with_kwargs=True))
+    try:
+        return _hidden_states(model, tokenizer, texts)[-1]
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@pytest.mark.parametrize("kind", ["bert", "mpnet", "llama", "qwen2", "gpt2"])
+def test_prune_removes_blocks_and_keeps_config_consistent(kind, tiny_model_dir, texts):
+    path = tiny_model_dir(kind, num_layers=5)
+    model = _load(kind, path)
+    tokenizer = load_tiny_tokenizer(path)
+    pruned = prune(model, [1, 3])
+    from mteb_lrd.architectures import locate
+
+    located = locate(pruned)
+    assert located.num_blocks == 3
+    assert pruned.config.num_hidden_layers == 3
+    assert locate(model).num_blocks == 5, "the original model must stay untouched"
+    indices = [
+        m.layer_idx
+        for b in located.blocks
+        for m in b.modules()
+        if isinstance(getattr(m, "layer_idx", None), int)
+    ]
+    if kind != "mpnet":  # MPNet blocks keep no layer index
+        assert indices and sorted(set(indices)) == [0, 1, 2]
+        assert all(
+            len({m.layer_idx for m in b.modules() if isinstance(getattr(m, "layer_idx", None), int)}) == 1
+            for b in located.blocks
+        )
+    if getattr(pruned.config, "layer_types", None) is not None:
+        assert len(pruned.config.layer_types) == 3
+    states = _hidden_states(pruned, tokenizer, texts[:4])
+    assert len(states) == 4
+    # The kept blocks are the original blocks 0, 2, 4 (same weights, same order).
+    original_blocks = locate(model).blocks
+    for new, old in zip(
+        located.blocks, [original_blocks[0], original_blocks[2], original_blocks[4]], strict=True
+    ):
+        for (n1, p1), (n2, p2) in zip(new.named_parameters(), old.named_parameters(), strict=True):
+            assert n1 == n2 and torch.equal(p1, p2)
+    if kind in ("bert", "mpnet"):
+        # encoders: the pruned forward equals the full model with blocks 1 and 3 made pass-through
+        expected = _manual_forward_without(model, tokenizer, texts[:4], [1, 3], kind)
+        np.testing.assert_allclose(states[-1], expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2", "gpt2"])
+def test_pruned_decoder_generates_with_kv_cache(kind, tiny_model_dir):
+    path = tiny_model_dir(kind, num_layers=4)
+    model = _load(kind, path)
+    tokenizer = load_tiny_tokenizer(path)
+    pruned = prune(model, [0, 2])
+    batch = tokenizer(["the cat sat"], return_tensors="pt")
+    with torch.no_grad():
+        out = pruned.generate(**batch, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert out.shape[1] == batch["input_ids"].shape[1] + 3
+
+
+def test_pruned_transformers_model_save_reload_equal(tiny_model_dir, tmp_path, texts):
+    path = tiny_model_dir("qwen2", num_layers=4)
+    model = _load("qwen2", path)
+    tokenizer = load_tiny_tokenizer(path)
+    pruned = prune(model, [1])
+    pruned.save_pretrained(tmp_path / "p")
+    reloaded = AutoModelForCausalLM.from_pretrained(str(tmp_path / "p")).eval()
+    assert reloaded.config.num_hidden_layers == 3
+    a = _hidden_states(pruned, tokenizer, texts[:3])
+    b = _hidden_states(reloaded, tokenizer, texts[:3])
+    assert len(a) == len(b) == 4
+    np.testing.assert_array_equal(a[-1], b[-1])
+
+
+def test_skip_blocks_restores_model(tiny_model_dir, texts):
+    path = tiny_model_dir("llama", num_layers=4)
+    model = _load("llama", path)
+    tokenizer = load_tiny_tokenizer(path)
+    before = _hidden_states(model, tokenizer, texts[:3])
+    with skip_blocks(model, [1, 2]) as same:
+        assert same is model
+        during = _hidden_states(model, tokenizer, texts[:3])
+        assert len(during) == 3 and model.config.num_hidden_layers == 2
+    after = _hidden_states(model, tokenizer, texts[:3])
+    assert model.config.num_hidden_layers == 4 and len(after) == 5
+    np.testing.assert_array_equal(before[-1], after[-1])
+    assert not np.allclose(before[-1], during[-1])
+    from mteb_lrd.architectures import locate
+
+    assert [b.self_attn.layer_idx for b in locate(model).blocks] == [0, 1, 2, 3]
+
+
+def test_skip_blocks_restores_after_exception(tiny_model_dir):
+    model = _load("gpt2", tiny_model_dir("gpt2", num_layers=4))
+    with pytest.raises(RuntimeError), skip_blocks(model, [0]):
+        raise RuntimeError("boom")
+    assert model.config.num_hidden_layers == 4 and len(model.transformer.h) == 4
+
+
+@pytest.mark.parametrize(
+    ("blocks", "message"),
+    [
+        ([], "empty"),
+        ([0, 1, 2, 3], "all 4"),
+        ([4], "out of range"),
+        ([-1], "out of range"),
+        ([1, 1], "more than once"),
+        ([1.0], "integers"),
+        ([True], "integers"),
+        ("12", "list"),
+    ],
+)
+def test_validate_blocks_errors(blocks, message):
+    with pytest.raises(ValueError, match=message):
+        validate_blocks(blocks, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 8), max_size=8), st.integers(1, 6))
+def test_validate_blocks_property(blocks, num_blocks):
+    valid = (
+        bool(blocks)
+        and len(set(blocks)) == len(blocks)
+        and all(0 <= b < num_blocks for b in blocks)
+        and len(blocks) < num_blocks
+    )
+    if valid:
+        assert validate_blocks(blocks, num_blocks) == sorted(blocks)
+    else:
+        with pytest.raises(ValueError):
+            validate_blocks(blocks, num_blocks)
+
+
+def test_prune_rejects_bad_rule_and_budget(tiny_st_dir):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    with pytest.raises(ValueError, match="budget"):
+        prune(model, [1], budget=1.5)
+    with pytest.raises(ValueError, match="rule"):
+        prune(model, [1], rule="")
+
+
+def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_path, texts):
+    import mteb
+    from sentence_transformers import SentenceTransformer
+
+    from mteb_lrd.surgery import PrunedModel
+    from tests.mteb_helpers import sts_task
+
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    pruned = prune(model, [2], rule="gfmi", budget=0.2, name="tiny/st")
+    assert isinstance(pruned, PrunedModel)
+    assert len(pruned.model[0].auto_model.encoder.layer) == 3
+    assert pruned.mteb_model_meta.experiment_kwargs == {
+        "removed_blocks": [2],
+        "num_blocks": 4,
+        "rule": "gfmi",
+        "budget": 0.2,
+    }
+    full = model.encode(texts)
+    small = pruned.model.encode(texts)
+    assert full.shape == small.shape and not np.allclose(full, small)
+
+    cache = mteb.ResultCache(tmp_path / "cache")
+    task = sts_task(texts)
+    mteb.evaluate(pruned, [task], cache=cache, co2_tracker=False, show_progress_bar=False)
+    mteb.evaluate(
+        mteb.models.SentenceTransformerEncoderWrapper(model),
+        [task],
+        cache=cache,
+        co2_tracker=False,
+        show_progress_bar=False,
+    )
+    files = sorted(
+        p.relative_to(cache.cache_path).as_posix()
+        for p in cache.cache_path.rglob(f"{task.metadata.name}.json")
+    )
+    assert len(files) == 2
+    assert sum("/experiments/" in f for f in files) == 1
+
+    saved = pruned.save(tmp_path / "saved")
+    assert json.loads((saved / PRUNING_FILE).read_text())["removed_blocks"] == [2]
+    plain = SentenceTransformer(str(saved), device="cpu")
+    np.testing.assert_array_equal(plain.encode(texts), small)
+    again = PrunedModel.load(saved)
+    assert again.mteb_model_meta.experiment_kwargs == pruned.mteb_model_meta.experiment_kwargs
+    np.testing.assert_array_equal(again.model.encode(texts), small)
+
+    twice = prune(pruned, [0])
+    assert twice.removed_blocks == [0, 2] and len(twice.model[0].auto_model.encoder.layer) == 2
