@@ -1,0 +1,55 @@
+"""The ``mteb-lrd`` command line: one sub-command per module in :mod:`mteb_lrd.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+# module names under mteb_lrd.commands, in the order `--help` lists them
+COMMANDS: tuple[str, ...] = ("profile",)
+
+EPILOG = """examples:
+  mteb-lrd profile                                  # all-MiniLM-L6-v2 on the bundled STS sample
+  mteb-lrd profile --model path/to/model --texts corpus.jsonl --out lrd.json
+  mteb-lrd <command> --help                         # options and examples of one command
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="mteb-lrd",
+        description="Layer-wise representation dynamics (LRD) and DySem for MTEB models.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    subparsers = parser.add_subparsers(dest="command", metavar="command", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"mteb_lrd.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: parse ``argv`` and run the chosen command; errors print one clear line, exit 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as err:
+        if args.verbose:
+            raise
+        print(f"mteb-lrd {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

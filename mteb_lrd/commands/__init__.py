@@ -1,0 +1,1 @@
+"""Sub-commands of the ``mteb-lrd`` CLI: each module has ``register(subparsers)`` and ``run(args) -> int``."""

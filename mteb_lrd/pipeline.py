@@ -1,0 +1,138 @@
+"""Texts → extraction → per-family sub-samples → LRD result: the glue every front end shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mteb_lrd.extraction import LayerExtractor, LayerStates
+from mteb_lrd.metrics.frenet import frenet
+from mteb_lrd.metrics.gfmi import gfmi
+from mteb_lrd.metrics.lrd import LRDResult, lrd
+from mteb_lrd.metrics.nrs import nrs
+from mteb_lrd.metrics.states import subsample
+
+__all__ = ["Caps", "MetricParams", "LayerDynamics", "layer_dynamics", "profile_texts"]
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Most texts each family uses (the reference's caps); ``None`` = no cap."""
+
+    frenet: int | None = 1000
+    nrs: int | None = 1000
+    gfmi: int | None = 5000
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if value is not None and (not isinstance(value, int) or value < 2):
+                raise ValueError(f"cap {name} must be an integer >= 2 or None; got {value!r}")
+
+    def rows(self, n: int, seed: int) -> dict[str, np.ndarray]:
+        """Each family's sorted sub-sample of ``range(n)``."""
+        return {name: subsample(n, cap, seed) for name, cap in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class MetricParams:
+    """The metrics' parameters (spec defaults)."""
+
+    rank: int | None = None
+    var_threshold: float = 0.95
+    nrs_k: int = 20
+    n_anchors: int = 500
+    gfmi_k: int = 30
+    percentiles: tuple[float, ...] | None = None
+    backend: str = "auto"
+
+
+@dataclass(frozen=True)
+class LayerDynamics:
+    """An LRD result together with how its inputs were chosen and extracted."""
+
+    result: LRDResult
+    caps: Caps
+    seed: int
+    n_texts: int
+    extraction: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable: the LRD profiles and summaries plus caps, seed, N and extraction settings."""
+        return {
+            **self.result.to_dict(),
+            "caps": asdict(self.caps),
+            "seed": self.seed,
+            "n_texts": self.n_texts,
+            "extraction": self.extraction,
+        }
+
+
+def _dynamics_on_rows(
+    states: np.ndarray, rows: dict[str, np.ndarray], seed: int, p: MetricParams
+) -> LRDResult:
+    if np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"]):
+        return lrd(
+            states[:, rows["frenet"]],
+            rank=p.rank,
+            var_threshold=p.var_threshold,
+            nrs_k=p.nrs_k,
+            n_anchors=p.n_anchors,
+            seed=seed,
+            gfmi_k=p.gfmi_k,
+            percentiles=p.percentiles,
+            backend=p.backend,
+        )
+    f = frenet(states[:, rows["frenet"]], rank=p.rank, var_threshold=p.var_threshold)
+    n = nrs(states[:, rows["nrs"]], k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend)
+    g = gfmi(states[:, rows["gfmi"]], k=p.gfmi_k, percentiles=p.percentiles, backend=p.backend)
+    return LRDResult(
+        f,
+        n,
+        g,
+        n_input=int(states.shape[1]),
+        n_dropped=max(f.n_dropped, n.n_dropped, g.n_dropped),
+        params={**asdict(p), "seed": seed},
+    )
+
+
+def layer_dynamics(
+    states: np.ndarray, caps: Caps = Caps(), seed: int = 42, params: MetricParams = MetricParams()
+) -> LRDResult:
+    """LRD of ``states`` ``(L+1, N, d)`` with each family on its own seeded sub-sample.
+
+    When the three sub-samples coincide (``N`` at most every cap) one :func:`~mteb_lrd.lrd` call
+    shares the kNN search; otherwise each family runs on its own rows.
+    """
+    return _dynamics_on_rows(states, caps.rows(states.shape[1], seed), seed, params)
+
+
+def profile_texts(
+    extractor: LayerExtractor,
+    texts: Sequence[str],
+    *,
+    caps: Caps = Caps(),
+    seed: int = 42,
+    prompt: str | None = None,
+    params: MetricParams = MetricParams(),
+) -> tuple[LayerDynamics, LayerStates]:
+    """Extract only the texts some family samples, then compute their layer dynamics.
+
+    Returns:
+        The layer dynamics, and the extracted states of the sampled texts (the union of the
+        families' rows, in ``texts`` order).
+    """
+    rows = caps.rows(len(texts), seed)
+    union = np.unique(np.concatenate(list(rows.values())))
+    extracted = extractor.extract([texts[i] for i in union], prompt=prompt)
+    positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
+    result = _dynamics_on_rows(extracted.states, positions, seed, params)
+    info = {
+        **extractor.describe(),
+        "prompt": prompt,
+        "n_empty_replaced": extracted.n_empty_replaced,
+        "n_duplicates": extracted.n_duplicates,
+    }
+    return LayerDynamics(result, caps, seed, len(texts), info), extracted
