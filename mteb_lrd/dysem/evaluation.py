@@ -1,0 +1,230 @@
+"""The DySem comparison: tasks from the shared STS data, label-free language order, a dev-split
+grid, and DySem against its baselines through ``mteb.evaluate`` — the paper's table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mteb_lrd.dysem.consensus import rank_languages, rank_languages_by_labels
+from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
+from mteb_lrd.dysem.model import DySemModel
+from mteb_lrd.dysem.tasks import DIMENSIONS_KEY, model_similarity_task
+from mteb_lrd.dysem.translation import read_jsonl
+
+__all__ = [
+    "STS_TASKS",
+    "LabelledPairs",
+    "load_pairs",
+    "sts_task",
+    "task_language",
+    "order_languages",
+    "evaluate_models",
+    "format_table",
+    "write_json_atomic",
+]
+
+# task name -> file under the shared STS folder; "STSBenchmark-<lang>" are the translations.
+STS_TASKS: dict[str, str] = {
+    "STS12": "STS12/test.jsonl",
+    "STS13": "STS13/test.jsonl",
+    "STS14": "STS14/test.jsonl",
+    "STS15": "STS15/test.jsonl",
+    "STS16": "STS16/test.jsonl",
+    "STSBenchmark": "STSBenchmark-multi/en/test.jsonl",
+    "SICK-R": "SICK-R/test.jsonl",
+    **{f"STSBenchmark-{code}": f"STSBenchmark-multi/{code}/test.jsonl" for code in STSB_MULTI_LANGUAGES[1:]},
+}
+
+
+@dataclass
+class LabelledPairs:
+    """Sentence pairs with gold scores (one split of one STS set, possibly sub-sampled)."""
+
+    sentence1: list[str]
+    sentence2: list[str]
+    scores: list[float]
+    source: str = ""
+    indices: list[int] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The pairs as MTEB STS rows."""
+        return [
+            {"sentence1": a, "sentence2": b, "score": s}
+            for a, b, s in zip(self.sentence1, self.sentence2, self.scores, strict=True)
+        ]
+
+
+def load_pairs(path: str | os.PathLike[str], max_pairs: int | None = None, seed: int = 42) -> LabelledPairs:
+    """Read an STS JSON-lines file; keep ``max_pairs`` rows drawn with ``RandomState(seed)``, sorted."""
+    rows = read_jsonl(path)
+    indices = list(range(len(rows)))
+    if max_pairs is not None and max_pairs < len(rows):
+        if max_pairs < 2:
+            raise ValueError(f"max_pairs must be at least 2, got {max_pairs}")
+        indices = sorted(np.random.RandomState(seed).choice(len(rows), max_pairs, replace=False).tolist())
+    picked = [rows[i] for i in indices]
+    return LabelledPairs(
+        [r["sentence1"] for r in picked],
+        [r["sentence2"] for r in picked],
+        [float(r["score"]) for r in picked],
+        source=str(path),
+        indices=indices,
+    )
+
+
+def task_language(name: str) -> str:
+    """Source language of a task of :data:`STS_TASKS` (``STSBenchmark-de`` -> ``de``)."""
+    return normalize_language(name.rsplit("-", 1)[1]) if name.startswith("STSBenchmark-") else "en"
+
+
+def sts_task(
+    name: str, sts_dir: str | os.PathLike[str], max_pairs: int | None = None, seed: int = 42
+) -> tuple[type, int]:
+    """An MTEB STS task class for ``name`` of :data:`STS_TASKS`, sub-sampled when ``max_pairs`` is set.
+
+    Returns:
+        ``(task class, number of pairs)``; the task is named ``DySem<name>`` plus
+        ``-sample<n>`` when sub-sampled, so its results never pass for the full set's.
+    """
+    from mteb_lrd.dysem.languages import LANGUAGES
+    from mteb_lrd.tasks import make_task
+
+    if name not in STS_TASKS:
+        raise ValueError(f"unknown STS task {name!r}; available: {', '.join(STS_TASKS)}")
+    path = Path(sts_dir) / STS_TASKS[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"STS data for {name} not found at {path}")
+    pairs = load_pairs(path, max_pairs, seed)
+    sampled = max_pairs is not None and len(pairs.indices) < len(read_jsonl(path))
+    task_name = f"DySem{name}" + (f"-sample{len(pairs.indices)}" if sampled else "")
+    low = 1.0 if name == "SICK-R" else 0.0
+    rows = pairs.rows()
+    task = make_task(
+        "STS",
+        task_name,
+        lambda: {"default": {"test": rows}},
+        languages=[LANGUAGES[task_language(name)].mteb],
+        revision=f"seed{seed}-n{len(rows)}",
+        description=f"{name} from the shared STS data ({len(rows)} pairs).",
+        score_range=(low, 5.0),
+    )
+    return task, len(rows)
+
+
+def order_languages(
+    model: DySemModel,
+    texts: Sequence[str],
+    *,
+    method: str = "agreement",
+    pairs: LabelledPairs | None = None,
+) -> list[str]:
+    """Order ``model.languages`` (all of them) for DySem.
+
+    Args:
+        model: a DySem model whose ``languages`` are the candidates (translations available).
+        texts: English calibration texts (no labels are needed for the default methods).
+        method: ``"agreement"`` (cosine with the source text's vector), ``"consensus"`` (with the
+            other languages') or ``"labels"`` (the reference: dense-cosine Spearman on ``pairs``;
+            warns about label use).
+        pairs: labelled pairs, for ``method="labels"`` only.
+    """
+    if method == "labels":
+        if pairs is None:
+            raise ValueError('language order "labels" needs labelled pairs')
+        _, stack_1 = model.representations(pairs.sentence1)
+        _, stack_2 = model.representations(pairs.sentence2)
+        return rank_languages_by_labels(stack_1, stack_2, pairs.scores, model.languages)
+    if method not in ("agreement", "consensus"):
+        raise ValueError(f'language order must be "agreement", "consensus" or "labels", got {method!r}')
+    source, stack = model.representations(texts)
+    return rank_languages(
+        stack, model.languages, source=source, method="source" if method == "agreement" else "consensus"
+    )
+
+
+def evaluate_models(
+    models: Mapping[str, Callable[[str], Any]],
+    tasks: Mapping[str, type],
+    results_dir: str | os.PathLike[str] | None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Run ``mteb.evaluate`` for every (model, task); main score = the model's own similarity.
+
+    Args:
+        models: ``{label: factory}``; ``factory(task label)`` gives the MTEB encoder for that
+            task, or ``None`` when the model cannot run it (e.g. no translations).
+        tasks: ``{task label: task class}``.
+        results_dir: MTEB result cache folder (results stored like any model's); ``None``: none.
+
+    Returns:
+        ``{model label: {task label: {"spearman": x100, "mean_dimensions": #Dim}}}``.
+    """
+    import mteb
+
+    cache = mteb.ResultCache(str(results_dir)) if results_dir is not None else None
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for label, model in models.items():
+        table[label] = {}
+        for task_label, task_cls in tasks.items():
+            encoder = model(task_label)
+            if encoder is None:
+                continue
+            result = mteb.evaluate(
+                encoder,
+                [model_similarity_task(task_cls())],
+                cache=cache,
+                overwrite_strategy="always",
+                co2_tracker=False,
+                show_progress_bar=False,
+            )
+            scores = result.task_results[0].scores["test"][0]
+            table[label][task_label] = {
+                "spearman": 100 * float(scores["main_score"]),
+                "mean_dimensions": float(scores.get(DIMENSIONS_KEY, float("nan"))),
+            }
+    return table
+
+
+def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], tasks: Sequence[str]) -> str:
+    """A markdown table like the paper's: Spearman x 100 per task, the average and #Dim per model."""
+    header = "| model | " + " | ".join(tasks) + " | avg | #Dim |"
+    lines = [header, "|" + "---|" * (len(tasks) + 3)]
+    for label, per_task in table.items():
+        cells = [f"{per_task[t]['spearman']:.2f}" if t in per_task else "–" for t in tasks]
+        done = [per_task[t] for t in tasks if t in per_task]
+        avg = f"{np.mean([c['spearman'] for c in done]):.2f}" if done else "–"
+        dims = f"{np.mean([c['mean_dimensions'] for c in done]):.0f}" if done else "–"
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {avg} | {dims} |")
+    return "\n".join(lines)
+
+
+def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> None:
+    """Write JSON to ``path`` through a temporary file and a rename (NaN written as null)."""
+
+    def clean(obj: Any) -> Any:
+        if isinstance(obj, float) and not np.isfinite(obj):
+            return None
+        if isinstance(obj, dict):
+            return {k: clean(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [clean(v) for v in obj]
+        return obj
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(clean(payload), handle, indent=2, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
