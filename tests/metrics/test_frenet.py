@@ -1,0 +1,124 @@
+"""Frenet family against a plain SVD implementation, plus hand-computed cases (spec §2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mteb_lrd import frenet
+from mteb_lrd.metrics import grassmann_distance, menger_curvature
+from tests.metrics.reference import ref_frenet, ref_frenet_summary
+
+TOL = 1e-6
+
+
+def _assert_summary_equal(ours: dict, ref: dict) -> None:
+    assert set(ours) == set(ref)
+    for key, value in ref.items():
+        if math.isnan(value):
+            assert math.isnan(ours[key]), key
+        else:
+            assert ours[key] == pytest.approx(value, abs=TOL), key
+
+
+@pytest.mark.parametrize("fixture", ["states", "deep_states"])
+def test_frenet_matches_reference_svd(request, fixture):
+    x = request.getfixturevalue(fixture)
+    ours, ref = frenet(x), ref_frenet(x)
+    assert 2 < ours.rank < x.shape[2]  # chosen by the variance rule, not clamped
+    assert ours.rank == ref["rank"]
+    np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
+    np.testing.assert_allclose(ours.curvature, ref["curvature"], atol=TOL)
+    assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
+    assert ours.speed.shape == (x.shape[0] - 1,) and ours.curvature.shape == (x.shape[0] - 2,)
+    assert (ours.n_used, ours.n_dropped) == (x.shape[1], 0)
+    _assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
+
+
+@pytest.mark.parametrize("rank", [2, 3, 7])
+def test_frenet_fixed_rank_matches_reference(states, rank):
+    ours, ref = frenet(states, rank=rank), ref_frenet(states, rank=rank)
+    assert ours.rank == rank
+    np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
+    np.testing.assert_allclose(ours.curvature, ref["curvature"], atol=TOL)
+    assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
+    _assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
+
+
+def test_var_threshold_changes_rank(states):
+    low, high = frenet(states, var_threshold=0.5).rank, frenet(states, var_threshold=0.999).rank
+    assert 2 <= low < high
+
+
+def test_identical_layers_do_not_move(states):
+    x = np.repeat(states[:1], 4, axis=0)
+    result = frenet(x)
+    np.testing.assert_allclose(result.speed, 0.0, atol=1e-6)
+    np.testing.assert_array_equal(result.curvature, 0.0)  # degenerate triangles: exactly 0
+    assert result.d0L == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("r", [1, 2, 3])
+def test_orthogonal_subspaces_are_pi_over_2_sqrt_r_apart(r):
+    eye = np.eye(2 * r)
+    assert float(grassmann_distance(eye[:, :r], eye[:, r:])) == pytest.approx(
+        math.pi / 2 * math.sqrt(r), abs=1e-12
+    )
+    assert float(grassmann_distance(eye[:, :r], eye[:, :r])) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_orthogonal_layers_through_frenet():
+    # Layer 0 spreads over axes {0, 1}, layer 1 over axes {2, 3}: rank-2 subspaces at distance π/2·√2.
+    rng = np.random.default_rng(3)
+    n = 64
+    a = np.zeros((n, 4))
+    b = np.zeros((n, 4))
+    a[:, :2] = rng.standard_normal((n, 2))
+    b[:, 2:] = rng.standard_normal((n, 2))
+    result = frenet(np.stack([a, b]), rank=2)
+    assert result.speed[0] == pytest.approx(math.pi / 2 * math.sqrt(2), abs=1e-6)
+    assert result.d0L == pytest.approx(math.pi / 2 * math.sqrt(2), abs=1e-6)
+
+
+def test_principal_angle_of_a_rotated_line():
+    theta = 0.3
+    q_a = np.array([[1.0], [0.0]])
+    q_b = np.array([[math.cos(theta)], [math.sin(theta)]])
+    assert float(grassmann_distance(q_a, q_b)) == pytest.approx(theta, abs=1e-12)
+
+
+def test_menger_curvature_hand_computed():
+    # 3-4-5 right triangle: area 6, so κ = 4·6 / (3·4·5) = 0.4 (the circumradius is 2.5).
+    assert float(menger_curvature(3.0, 4.0, 5.0)) == pytest.approx(4 * 6 / (3 * 4 * 5), abs=1e-12)
+    # Equilateral triangle of side s: κ = 2/(s·√3)·... = 1/R with R = s/√3.
+    assert float(menger_curvature(2.0, 2.0, 2.0)) == pytest.approx(math.sqrt(3) / 2, abs=1e-12)
+    # Vectorised over arrays, independent of argument order.
+    out = menger_curvature(np.array([3.0, 5.0]), np.array([4.0, 3.0]), np.array([5.0, 4.0]))
+    np.testing.assert_allclose(out, [0.4, 0.4], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "sides",
+    [(1.0, 2.0, 3.0), (1.0, 1.0, 3.0), (0.0, 1.0, 1.0), (0.0, 0.0, 0.0), (1e-6, 1e-6, 1e-6)],
+)
+def test_degenerate_triangle_has_zero_curvature(sides):
+    # Collinear (q = 0), impossible (q < 0), a zero side, or a·b·c < 1e-15: κ = 0 by definition.
+    assert float(menger_curvature(*sides)) == 0.0
+
+
+def test_speed_bounded_by_pi_over_2_sqrt_r(states):
+    result = frenet(states, rank=3)
+    bound = math.pi / 2 * math.sqrt(3) + 1e-9
+    assert np.all((result.speed >= 0) & (result.speed <= bound))
+    assert 0 <= result.d0L <= bound
+    assert np.all(result.curvature >= 0)
+
+
+def test_two_layers_have_no_curvature(states):
+    result = frenet(states[:2])
+    assert result.curvature.shape == (0,)
+    summary = result.summary()
+    assert math.isnan(summary["mean_curvature"]) and math.isnan(summary["peak_curvature_depth"])
+    assert summary["d0L"] == pytest.approx(result.speed[0], abs=1e-12)

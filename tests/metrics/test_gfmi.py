@@ -1,0 +1,120 @@
+"""GFMI against sklearn kNN + scipy components + sklearn mutual_info_score (spec §4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import mutual_info_score
+
+from mteb_lrd import gfmi
+from mteb_lrd.metrics import mutual_information
+from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES
+from tests.metrics.reference import normalise, ref_components, ref_gfmi, ref_gfmi_summary
+
+TOL = 1e-6
+
+
+def _assert_summary_equal(ours: dict, ref: dict) -> None:
+    assert set(ours) == set(ref)
+    for key, value in ref.items():
+        assert ours[key] == pytest.approx(value, abs=TOL), key
+
+
+def _entropy(labels) -> float:
+    _, counts = np.unique(labels, return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "faiss-cpu"])
+@pytest.mark.parametrize(("fixture", "k"), [("states", 30), ("deep_states", 10)])
+def test_gfmi_matches_reference(request, fixture, k, backend):
+    x = request.getfixturevalue(fixture)
+    ours, ref = gfmi(x, k=k, backend=backend), ref_gfmi(x, k=k)
+    np.testing.assert_allclose(ours.mi, ref["mi"], atol=TOL)
+    np.testing.assert_allclose(ours.auc, ref["auc"], atol=TOL)
+    np.testing.assert_allclose(ours.peak_mi, ref["peak_mi"], atol=TOL)
+    np.testing.assert_array_equal(ours.peak_percentile, ref["peak_percentile"])
+    np.testing.assert_array_equal(ours.percentiles, DEFAULT_PERCENTILES)
+    assert ours.auc.shape == (x.shape[0],) and ours.mi.shape == (x.shape[0], 20)
+    assert (ours.k, ours.n_used, ours.n_dropped) == (k, x.shape[1], 0)
+    assert ours.auc[0] < ours.auc[-1]  # the fixture is not trivial: early layers agree less
+    _assert_summary_equal(ours.summary(), ref_gfmi_summary(ref))
+
+
+def test_gfmi_custom_percentiles(states):
+    p = [10.0, 50.0, 60.0, 99.0]
+    ours, ref = gfmi(states, k=12, percentiles=p), ref_gfmi(states, k=12, percentiles=np.array(p))
+    np.testing.assert_allclose(ours.mi, ref["mi"], atol=TOL)
+    np.testing.assert_allclose(ours.auc, ref["auc"], atol=TOL)
+
+
+def test_final_layer_self_alignment_is_integrated_entropy(states):
+    # MI of a partition with itself is its entropy: the final layer's row is the entropy curve.
+    result = gfmi(states, k=30)
+    entropies = [_entropy(lab) for lab in ref_components(normalise(states[-1]), 30, DEFAULT_PERCENTILES)]
+    assert max(entropies) > 0
+    np.testing.assert_allclose(result.mi[-1], entropies, atol=TOL)
+    assert result.auc[-1] == pytest.approx(np.trapezoid(entropies, x=DEFAULT_PERCENTILES), abs=TOL)
+
+
+def test_identical_layers_have_equal_gfmi(states):
+    result = gfmi(np.repeat(states[-1:], 3, axis=0), k=15)
+    np.testing.assert_allclose(result.auc, result.auc[-1], atol=1e-12)
+    np.testing.assert_allclose(result.mi[0], result.mi[-1], atol=1e-12)
+
+
+def test_mutual_information_of_a_labeling_with_itself_is_its_entropy():
+    labels = np.array([0, 0, 1, 1, 1, 2, 5, 5])
+    assert mutual_information(labels, labels) == pytest.approx(_entropy(labels), abs=1e-12)
+    assert mutual_information(labels, labels) == pytest.approx(
+        -(2 / 8 * math.log(2 / 8) * 2 + 3 / 8 * math.log(3 / 8) + 1 / 8 * math.log(1 / 8)), abs=1e-12
+    )
+
+
+def test_mutual_information_hand_computed():
+    a = np.array([0, 0, 1, 1])
+    assert mutual_information(a, np.array([5, 5, 9, 9])) == pytest.approx(
+        math.log(2), abs=1e-12
+    )  # relabelled copy
+    assert mutual_information(a, np.array([0, 1, 0, 1])) == pytest.approx(0.0, abs=1e-12)  # independent
+    assert mutual_information(a, np.zeros(4, dtype=int)) == 0.0  # a constant carries no information
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mutual_information_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 400))
+    a = rng.integers(0, int(rng.integers(1, 60)), n)
+    b = (a * 7 + rng.integers(0, int(rng.integers(1, 5)), n)) % int(rng.integers(1, 40))  # dependent
+    c = rng.integers(-1000, 1000, n)  # many labels, negative ids
+    for x, y in ((a, b), (a, c), (b, c), (c, c)):
+        assert mutual_information(x, y) == pytest.approx(mutual_info_score(x, y), abs=1e-10)
+        assert mutual_information(x, y) >= 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"k": 0},
+        {"k": -3},
+        {"percentiles": [50.0]},
+        {"percentiles": [10.0, 10.0]},
+        {"percentiles": [20.0, 10.0]},
+        {"percentiles": [-1.0, 50.0]},
+        {"percentiles": [50.0, 101.0]},
+        {"percentiles": [5.0, float("nan")]},
+        {"percentiles": [[5.0, 10.0]]},
+        {"backend": "tpu"},
+    ],
+)
+def test_gfmi_rejects_bad_parameters(states, bad):
+    with pytest.raises(ValueError):
+        gfmi(states, **bad)
+
+
+def test_gfmi_needs_more_rows_than_k(states):
+    with pytest.raises(ValueError, match="at least 31 valid rows"):
+        gfmi(states[:, :30], k=30)

@@ -1,0 +1,91 @@
+"""Exact cosine kNN: both backends against sklearn brute force, self excluded by index (spec §3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mteb_lrd.metrics import knn
+from mteb_lrd.metrics.knn import resolve_backend
+from tests.metrics.reference import normalise, random_states, ref_knn
+
+BACKENDS = ["numpy", "faiss-cpu"]
+
+
+@pytest.fixture(scope="module")
+def layer() -> np.ndarray:
+    return normalise(random_states(n_layers=1, n=200, d=16, seed=7)[0]).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 5, 30])
+def test_knn_matches_sklearn_brute_force(layer, backend, k):
+    sims, idx = knn(layer, k, backend=backend)
+    ref_ids, ref_dists = ref_knn(layer.astype(np.float64), k)
+    assert sims.shape == idx.shape == (len(layer), k)
+    assert idx.dtype == np.int64
+    np.testing.assert_array_equal(idx, ref_ids)
+    np.testing.assert_allclose(1.0 - sims, ref_dists, atol=1e-6)
+    assert np.all(np.diff(sims, axis=1) <= 0)  # sorted by decreasing similarity
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_knn_with_query_subset(layer, backend):
+    queries = np.array([0, 17, 42, 199])
+    sims, idx = knn(layer, 10, query_ids=queries, backend=backend)
+    ref_ids, ref_dists = ref_knn(layer.astype(np.float64), 10, queries.tolist())
+    np.testing.assert_array_equal(idx, ref_ids)
+    np.testing.assert_allclose(1.0 - sims, ref_dists, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_and_faiss_backends_agree(layer, backend):
+    _, idx = knn(layer, 20, backend=backend)
+    _, idx_other = knn(layer, 20, backend="numpy" if backend != "numpy" else "faiss-cpu")
+    np.testing.assert_array_equal(idx, idx_other)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_duplicates_self_excluded_by_index(layer, backend):
+    x = layer.copy()
+    x[10] = x[3]  # one exact duplicate pair
+    x[20:25] = x[50]  # a group of six identical rows: 20..24 and 50
+    _, idx = knn(x, 5, backend=backend)
+    for i in range(len(x)):
+        assert i not in idx[i], f"row {i} lists itself"
+        assert len(set(idx[i])) == 5
+    assert idx[3][0] == 10 and idx[10][0] == 3  # the duplicate is the nearest neighbour
+    group = {20, 21, 22, 23, 24, 50}
+    for i in group:
+        assert set(idx[i]) == group - {i}  # the five other copies, never the row itself
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_more_duplicates_than_k_still_excludes_self(layer, backend):
+    x = layer.copy()
+    x[:12] = x[0]  # 12 copies, k = 4: self may fall outside the k+1 results
+    _, idx = knn(x, 4, backend=backend)
+    for i in range(12):
+        assert i not in idx[i]
+        assert set(idx[i]) <= set(range(12)) and len(set(idx[i])) == 4
+
+
+def test_knn_rejects_bad_k(layer):
+    for k in (0, -1, len(layer)):
+        with pytest.raises(ValueError, match="k must satisfy"):
+            knn(layer, k, backend="numpy")
+
+
+def test_backend_names_are_validated():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        resolve_backend("cuda")
+    assert resolve_backend("auto") in {"faiss-cpu", "faiss-gpu", "numpy"}
+    assert resolve_backend("numpy") == "numpy"
+
+
+def test_numpy_backend_across_query_blocks():
+    # More queries than one 2048-row block of the numpy backend.
+    x = normalise(random_states(n_layers=1, n=2100, d=8, seed=11)[0]).astype(np.float32)
+    _, idx = knn(x, 3, backend="numpy")
+    ref_ids, _ = ref_knn(x.astype(np.float64), 3)
+    np.testing.assert_array_equal(idx, ref_ids)
