@@ -1,0 +1,162 @@
+"""The layer-dynamics wrapper inside unmodified ``mteb.evaluate`` runs (tiny models, in-memory tasks)."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import mteb
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sentence_transformers import SentenceTransformer
+
+from mteb_lrd import with_layer_dynamics
+from mteb_lrd.evaluator import LayerDynamicsOptions
+from mteb_lrd.extraction import extract_layer_states
+from mteb_lrd.metrics import frenet, subsample
+from tests.mteb_helpers import classification_task, pair_task, retrieval_task, sts_task
+
+RUN = {"co2_tracker": False, "show_progress_bar": False}
+
+
+@pytest.fixture
+def tiny_st(tiny_st_dir):
+    return SentenceTransformer(str(tiny_st_dir), device="cpu")
+
+
+def _count_forwards(model):
+    counter = {"n": 0}
+
+    def hook(*_):
+        counter["n"] += 1
+
+    # sentence-transformers calls ``model.forward`` directly (no module hooks): count the embedding layer,
+    # which runs exactly once per forward pass.
+    handle = model[0].auto_model.embeddings.register_forward_hook(hook)
+    return counter, handle
+
+
+def _result_file(cache, task_name):
+    files = list(cache.cache_path.rglob(f"{task_name}.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+@pytest.mark.parametrize("make_task", [sts_task, classification_task])
+def test_wrapper_writes_both_keys_same_scores_one_forward_per_batch(make_task, tiny_st, tmp_path):
+    task = make_task()
+    encode_kwargs = {"batch_size": 4}
+    counter, handle = _count_forwards(tiny_st)
+    plain = mteb.evaluate(tiny_st, [task], cache=None, encode_kwargs=dict(encode_kwargs), **RUN)
+    plain_forwards, counter["n"] = counter["n"], 0
+    cache = mteb.ResultCache(tmp_path / "cache")
+    wrapped = with_layer_dynamics(tiny_st)
+    mteb.evaluate(wrapped, [task], cache=cache, encode_kwargs=dict(encode_kwargs), **RUN)
+    handle.remove()
+    # one forward per batch: exactly the plain run's count (per-layer scores come from the cache)
+    assert counter["n"] == plain_forwards
+    if task.metadata.type == "STS":
+        assert plain_forwards == 2 * math.ceil(16 / 4)  # two columns of 16 sentences, batch_size honoured
+
+    row = _result_file(cache, task.metadata.name)["scores"]["test"][0]
+    expected = plain.task_results[0].scores["test"][0]["main_score"]
+    assert row["main_score"] == pytest.approx(expected, abs=1e-6)  # the file is rounded to 6 digits
+    per_layer = row["per_layer"]
+    assert per_layer["layers"] == [0, 1, 2, 3, 4] and len(per_layer["scores"]) == 5
+    assert per_layer["main_score"] == task.metadata.main_score
+    dynamics = row["layer_dynamics"]
+    assert len(dynamics["frenet"]["speed"]) == 4 and len(dynamics["gfmi"]["auc"]) == 5
+    assert next(iter(dynamics["summary"])) == "frenet_d0L"
+    assert dynamics["n_texts"] == 16 and dynamics["n_dropped"] == 0
+    assert dynamics["caps"] == {"frenet": 1000, "nrs": 1000, "gfmi": 5000}
+    assert dynamics["pooling"].endswith("mean")
+
+
+def test_layer_dynamics_follow_texts_rule_and_caps(tiny_st, texts):
+    """STS: unique sentences of both columns in first-appearance order, capped with the seed-42 rule."""
+    task = sts_task()
+    wrapped = with_layer_dynamics(tiny_st, frenet_cap=7, nrs_cap=9, gfmi_cap=11, per_layer=False)
+    result = mteb.evaluate(wrapped, [task], cache=None, **RUN)
+    row = result.task_results[0].scores["test"][0]
+    assert "per_layer" not in row
+    task.load_data()
+    data = task.dataset["default"]["test"]
+    unique = list(dict.fromkeys(list(data["sentence1"]) + list(data["sentence2"])))
+    states = extract_layer_states(tiny_st, unique, show_progress_bar=False).states
+    expected = frenet(states[:, subsample(len(unique), 7)])
+    dynamics = row["layer_dynamics"]
+    assert dynamics["n_used"] == {"frenet": 7, "nrs": 9, "gfmi": 11}
+    np.testing.assert_allclose(dynamics["frenet"]["speed"], expected.speed, atol=1e-5)
+    assert dynamics["frenet"]["d0L"] == pytest.approx(expected.d0L, abs=1e-5)
+    assert dynamics["params"]["nrs_k"] == 8 and dynamics["params"]["gfmi_k"] == 10  # clamped to N - 1
+
+
+@pytest.mark.parametrize("make_task", [pair_task, retrieval_task])
+def test_pair_and_retrieval_tasks(make_task, tiny_st):
+    task = make_task()
+    plain = mteb.evaluate(tiny_st, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    row = (
+        mteb.evaluate(with_layer_dynamics(tiny_st), [task], cache=None, **RUN)
+        .task_results[0]
+        .scores["test"][0]
+    )
+    assert row["main_score"] == plain["main_score"]
+    assert len(row["per_layer"]["scores"]) == 5
+    # retrieval: corpus documents only (16), not the 8 queries
+    assert row["layer_dynamics"]["n_texts"] == 16
+
+
+def test_rerun_on_plain_cache_adds_missing_keys(tiny_st, tmp_path):
+    cache = mteb.ResultCache(tmp_path / "cache")
+    task = sts_task()
+    mteb.evaluate(tiny_st, [task], cache=cache, **RUN)
+    assert "layer_dynamics" not in _result_file(cache, task.metadata.name)["scores"]["test"][0]
+    mteb.evaluate(with_layer_dynamics(tiny_st), [task], cache=cache, **RUN)
+    row = _result_file(cache, task.metadata.name)["scores"]["test"][0]
+    assert "layer_dynamics" in row and "per_layer" in row
+    # and a plain run on that cache still skips (the plugin does not affect other models)
+    counter, handle = _count_forwards(tiny_st)
+    mteb.evaluate(tiny_st, [task], cache=cache, **RUN)
+    handle.remove()
+    assert counter["n"] == 0
+
+
+def test_mock_run_passes_and_unsupported_types_are_named(tiny_st):
+    wrapped = with_layer_dynamics(tiny_st)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = mteb.mock_run(wrapped)
+    assert results.all_passed
+    sts_row = results["MockSTSTask"].scores["test"][0]
+    assert "layer_dynamics" in sts_row and "per_layer" in sts_row
+    assert "layer_dynamics" not in results["MockBitextMiningTask"].scores["test"][0]
+    messages = [str(w.message) for w in caught if "mteb-lrd" in str(w.message)]
+    assert any("MockBitextMiningTask" in m and "BitextMining" in m for m in messages)
+
+
+def test_plain_transformers_decoder(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from tests.tiny_models import load_tiny_tokenizer
+
+    path = tiny_model_dir("qwen2")
+    model = AutoModelForCausalLM.from_pretrained(str(path))
+    wrapped = with_layer_dynamics(model, tokenizer=load_tiny_tokenizer(path), name="tiny/qwen2")
+    row = mteb.evaluate(wrapped, [sts_task()], cache=None, **RUN).task_results[0].scores["test"][0]
+    assert row["layer_dynamics"]["pooling"] == "last" and row["layer_dynamics"]["final_norm"] == "as_is"
+    assert len(row["per_layer"]["scores"]) == 5
+
+
+def test_unknown_option_is_a_clear_error(tiny_st):
+    with pytest.raises(ValueError, match="unknown options.*allowed"):
+        with_layer_dynamics(tiny_st, frenet_caps=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.integers(-5, 2), st.floats(allow_nan=True), st.booleans(), st.text(max_size=2)))
+def test_bad_caps_rejected(cap):
+    with pytest.raises(ValueError, match="frenet_cap"):
+        LayerDynamicsOptions(frenet_cap=cap)
