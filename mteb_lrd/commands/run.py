@@ -1,0 +1,114 @@
+"""``mteb-lrd run``: models × tasks through mteb, with layer dynamics and per-layer scores, resumable."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm.auto import tqdm
+
+from mteb_lrd.commands._resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
+
+__all__ = ["add_lrd_options", "lrd_options", "register", "run"]
+
+EPILOG = """examples:
+  mteb-lrd run --task demo
+      all-MiniLM-L6-v2 on the bundled 300-pair STS sample, results in ./results
+  mteb-lrd run --model default --model all-mpnet-base-v2 --task LocalSTSBenchmark --task LocalSICK-R
+  mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
+  mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
+
+Results are normal mteb <Task>.json files (ResultCache layout) with two extra keys per subset:
+`layer_dynamics` and `per_layer`. Re-running resumes: finished tasks are skipped, results without
+the layer keys are re-run to add them; --overwrite re-runs everything.
+"""
+
+
+def add_lrd_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``run`` and ``prune``: results folder, batch size, device, caps."""
+    parser.add_argument("--task", action="append", default=[], metavar="NAME",
+                        help="task name (repeatable): demo, LocalSTS12..16, LocalSICK-R, LocalSTSBenchmark, "
+                        "LocalSTSBenchmarkMultilingualSTS, or an MTEB task name (needs the Hub)")  # fmt: skip
+    parser.add_argument("--local-task", action="append", default=[], metavar="FOLDER=TYPE",
+                        help="a folder of JSON lines as a task; TYPE: STS, PairClassification, "
+                        "Classification, Retrieval (repeatable)")  # fmt: skip
+    parser.add_argument("--results", default="results", help="results folder (mteb ResultCache layout)")
+    parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
+    parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when available)")
+    parser.add_argument("--no-per-layer", action="store_true", help="skip the per-layer main scores")
+    parser.add_argument("--frenet-cap", type=int, default=1000, help="texts for Frenet (default 1000)")
+    parser.add_argument("--nrs-cap", type=int, default=1000, help="texts for NRS (default 1000)")
+    parser.add_argument("--gfmi-cap", type=int, default=5000, help="texts for GFMI (default 5000)")
+    parser.add_argument("--overwrite", action="store_true", help="re-run tasks that already have results")
+
+
+def lrd_options(args: argparse.Namespace) -> dict:
+    """``with_layer_dynamics`` options from the parsed arguments."""
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be a positive integer; got {args.batch_size}")
+    return {
+        "per_layer": not args.no_per_layer,
+        "frenet_cap": args.frenet_cap,
+        "nrs_cap": args.nrs_cap,
+        "gfmi_cap": args.gfmi_cap,
+        "default_batch_size": args.batch_size,
+    }
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` subcommand."""
+    parser = subparsers.add_parser(
+        "run",
+        help="evaluate models on MTEB tasks with layer dynamics and per-layer scores",
+        description="Run models × tasks through mteb.evaluate with the layer-dynamics wrapper.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", action="append", default=[], metavar="MODEL",
+                        help="'default' (all-MiniLM-L6-v2), a panel name, or a model folder (repeatable)")  # fmt: skip
+    add_lrd_options(parser)
+    parser.set_defaults(func=run)
+
+
+def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: dict) -> list:
+    """Run one model on ``tasks`` with the wrapper; returns mteb's task results."""
+    import mteb
+
+    from mteb_lrd.evaluator import with_layer_dynamics
+
+    name, model, tokenizer = load_for_mteb(spec, device=args.device)
+    wrapped = with_layer_dynamics(model, tokenizer=tokenizer, device=args.device, **options)
+    result = mteb.evaluate(
+        wrapped,
+        tasks,
+        cache=mteb.ResultCache(args.results),
+        encode_kwargs={"batch_size": args.batch_size},
+        overwrite_strategy="always" if args.overwrite else "only-missing",
+        co2_tracker=False,
+        show_progress_bar=True,
+    )
+    return list(result.task_results)
+
+
+def print_summary(spec: str, task_results: list) -> None:
+    """One line per task: main score and d0L of the first subset that has one."""
+    for task_result in task_results:
+        rows = next(iter(task_result.scores.values()), [])
+        main = sum(r["main_score"] for r in rows) / max(len(rows), 1)
+        d0l = next(
+            (r["layer_dynamics"].get("summary", {}).get("frenet_d0L") for r in rows if "layer_dynamics" in r),
+            None,
+        )
+        d0l_text = f"{d0l:.3f}" if isinstance(d0l, float) else "–"
+        print(f"{spec}\t{task_result.task_name}\tmain={main:.4f}\td0L={d0l_text}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``mteb-lrd run``; returns the exit code."""
+    options = lrd_options(args)
+    tasks = resolve_tasks(args.task, args.local_task)
+    models = args.model or [DEFAULT_MODEL]
+    for spec in tqdm(models, desc="models", disable=len(models) < 2, file=sys.stderr):
+        print_summary(spec, evaluate_model(spec, tasks, args, options))
+    print(f"results in {args.results}; `mteb-lrd report --results {args.results}` builds the leaderboard")
+    return 0
