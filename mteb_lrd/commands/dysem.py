@@ -94,6 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--output-dir", default="results/dysem", help="where results, caches and the table go"
     )
+    parser.add_argument(
+        "--cache-dir", default=None, help="representation / translation caches (default <output-dir>/cache)"
+    )
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     parser.add_argument("--device", default=None, help="torch device (default cuda when available)")
     parser.add_argument("--progress", action="store_true", help="show progress bars")
@@ -145,13 +148,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(args, option)}")
     sts_dir = Path(args.sts_dir) if args.sts_dir else shared_sts_dir()
     out = Path(args.output_dir)
+    cache = Path(args.cache_dir) if args.cache_dir else out / "cache"
     model_path = _model_path(args.model)
     baselines = not args.no_baselines
     extractor = RepresentationExtractor(
         model_path,
         batch_size=args.batch_size,
         device=args.device,
-        cache_dir=out / "cache" / "representations",
+        cache_dir=cache / "representations",
         show_progress_bar=args.progress,
         prefetch=("attention", "hidden") if baselines else (),
     )
@@ -165,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     )
     sources: list[Any] = [corpus]
     if args.translator:
-        sources.append(Seq2SeqTranslator(args.translator, cache_dir=out / "cache" / "translations"))
+        sources.append(Seq2SeqTranslator(args.translator, cache_dir=cache / "translations"))
     translations = FallbackTranslations(sources)
     settings = {"k": args.k, "num_languages": min(args.num_languages, len(languages)), "value": args.value}
 

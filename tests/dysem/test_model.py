@@ -1,0 +1,127 @@
+"""DySem and the baselines as MTEB models, end to end through ``mteb.evaluate`` on an in-memory STS task."""
+
+from __future__ import annotations
+
+import json
+
+import mteb
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from mteb_lrd.dysem import (
+    DySemModel,
+    ParallelCorpus,
+    RepresentationExtractor,
+    attention_sum_baseline,
+    consensus_mask,
+    dynamic_similarity,
+    mean_pooling_baseline,
+    model_similarity_task,
+    prompteol_baseline,
+)
+from mteb_lrd.dysem.prompts import apply_prompt
+from mteb_lrd.tasks import make_task
+from tests.tiny_models import TEXTS, load_tiny_tokenizer
+
+# "German" and "French" stand-ins the tiny vocabulary can read: other sentences of the same list.
+DE = TEXTS[3:] + TEXTS[:3]
+FR = TEXTS[7:] + TEXTS[:7]
+PAIRS = [(TEXTS[i], TEXTS[(i * 5 + 3) % 16], float((i * 7) % 6)) for i in range(16)]
+
+
+@pytest.fixture(scope="module")
+def extractor(tiny_model_dir):
+    path = tiny_model_dir("llama")
+    return RepresentationExtractor(path, load_tiny_tokenizer(path), batch_size=8, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return ParallelCorpus({"en": TEXTS, "de": DE, "fr": FR})
+
+
+@pytest.fixture
+def sts_task():
+    rows = [{"sentence1": a, "sentence2": b, "score": s} for a, b, s in PAIRS]
+    return make_task("STS", "DySemTinySTS", lambda: {"default": {"test": rows}})
+
+
+def manual_reps(extractor, texts, lang_texts):
+    source = extractor.extract(apply_prompt(texts, "EP"), ["attention"])["attention"]
+    stack = np.stack(
+        [extractor.extract(apply_prompt(t, "EP"), ["attention"])["attention"] for t in lang_texts]
+    )
+    return source, stack
+
+
+def test_encode_packs_value_vectors_and_consensus_masks(extractor, corpus):
+    model = DySemModel(extractor, languages=["de", "fr"], k=5, value="source", translations=corpus)
+    packed = model.encode_texts(TEXTS[:6])
+    d = extractor.hidden_size
+    source, stack = manual_reps(extractor, TEXTS[:6], [DE[:6], FR[:6]])
+    assert packed.shape == (6, 2 * d)
+    np.testing.assert_array_equal(packed[:, :d], source)
+    np.testing.assert_array_equal(packed[:, d:] > 0.5, consensus_mask(stack))
+    mean_model = DySemModel(extractor, languages=["de", "fr"], k=5, value="mean", translations=corpus)
+    np.testing.assert_allclose(mean_model.encode_texts(TEXTS[:6])[:, :d], stack.mean(0), rtol=1e-6)
+
+
+def test_mteb_evaluate_scores_dysem_and_records_dimensions(extractor, corpus, sts_task, tmp_path):
+    model = DySemModel(extractor, languages=["en", "de", "fr"], num_languages=2, k=6, translations=corpus)
+    result = mteb.evaluate(
+        model,
+        [model_similarity_task(sts_task())],
+        cache=mteb.ResultCache(tmp_path),
+        overwrite_strategy="always",
+        co2_tracker=False,
+        show_progress_bar=False,
+    )
+    scores = result.task_results[0].scores["test"][0]
+    s1, s2, gold = zip(*PAIRS, strict=True)
+    src1, stack1 = manual_reps(extractor, list(s1), [list(s1), [DE[TEXTS.index(t)] for t in s1]])
+    src2, stack2 = manual_reps(extractor, list(s2), [list(s2), [DE[TEXTS.index(t)] for t in s2]])
+    sims, sizes = dynamic_similarity(src1, src2, consensus_mask(stack1), consensus_mask(stack2), 6)
+    assert scores["main_score"] == pytest.approx(spearmanr(sims, gold)[0], abs=1e-6)
+    assert scores["spearman"] == scores["main_score"]
+    assert scores["mean_dimensions"] == pytest.approx(sizes.mean())
+    files = list(tmp_path.rglob("DySemTinySTS.json"))
+    assert len(files) == 1 and "experiments" in files[0].parts  # settings stored as an mteb experiment
+    assert json.loads(files[0].read_text())["scores"]["test"][0]["mean_dimensions"] == pytest.approx(
+        sizes.mean()
+    )
+
+
+@pytest.mark.parametrize("build", [prompteol_baseline, attention_sum_baseline, mean_pooling_baseline])
+def test_baselines_score_cosine_and_report_full_dimension(extractor, sts_task, build):
+    model = build(extractor)
+    result = mteb.evaluate(
+        model, [model_similarity_task(sts_task())], cache=None, co2_tracker=False, show_progress_bar=False
+    )
+    scores = result.task_results[0].scores["test"][0]
+    assert scores["main_score"] == pytest.approx(scores["cosine_spearman"], abs=1e-9)
+    assert scores["mean_dimensions"] == extractor.hidden_size
+
+
+def test_similarity_matrix_matches_pairwise(extractor, corpus):
+    model = DySemModel(extractor, languages=["en", "de"], k=4, translations=corpus)
+    a, b = model.encode_texts(TEXTS[:5]), model.encode_texts(TEXTS[5:9])
+    matrix = model.similarity(a, b)
+    for i in range(5):
+        np.testing.assert_allclose(
+            matrix[i], model.similarity_pairwise(np.repeat(a[i : i + 1], 4, 0), b), atol=1e-6
+        )
+
+
+def test_missing_translations_and_bad_settings_are_explained(extractor):
+    with pytest.raises(ValueError, match="needs German translations"):
+        DySemModel(extractor, languages=["en", "de"]).encode_texts(TEXTS[:2])
+    for kwargs, message in [
+        ({"k": 0}, "k must be"),
+        ({"value": "median"}, "value must be"),
+        ({"num_languages": 3}, "num_languages"),
+        ({"languages": ["en", "en"]}, "without repeats"),
+        ({"prompt": "XP"}, "prompt must be"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            DySemModel(extractor, **{"languages": ["en", "de"], **kwargs})
