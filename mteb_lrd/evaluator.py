@@ -154,6 +154,20 @@ def build_layer_dynamics_model(base_class: type) -> type:
             self._warned: set[str] = set()
             self._current_task: str | None = None
 
+        @property
+        def mteb_model_meta(self) -> Any:
+            """The model's mteb metadata (results are stored under its name / revision)."""
+            return self._meta
+
+        @mteb_model_meta.setter
+        def mteb_model_meta(self, meta: Any) -> None:
+            # mteb's ModelMeta.load_model replaces the meta after loading: keep tracking it so cached
+            # results of this meta are still checked for the layer keys.
+            from mteb_lrd.augmentation import track
+
+            self._meta = meta
+            track(self)
+
         # -- mteb encoder interface -------------------------------------------------------------
         def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
             """The wrapped model's own similarity (cosine when it declares none)."""
@@ -311,7 +325,7 @@ def with_layer_dynamics(
         >>> wrapped = with_layer_dynamics(SentenceTransformer("all-MiniLM-L6-v2"))
         >>> mteb.evaluate(wrapped, mteb.get_tasks(tasks=["STSBenchmark"]))
     """
-    from mteb_lrd.augmentation import install, track
+    from mteb_lrd.augmentation import install
 
     unknown = sorted(set(options) - set(LayerDynamicsOptions.__dataclass_fields__))
     if unknown:
@@ -324,6 +338,4 @@ def with_layer_dynamics(
         "show_progress_bar": False,
     }  # fmt: skip
     install()
-    wrapper = _model_class()(model, extractor_kwargs, opts, name=name, revision=revision)
-    track(wrapper)
-    return wrapper
+    return _model_class()(model, extractor_kwargs, opts, name=name, revision=revision)

@@ -1,0 +1,69 @@
+"""Registers mteb-lrd with MTEB: the local STS tasks and layer-dynamics models, for name look-ups,
+leaderboard tables and mteb's own ``mteb run`` CLI.
+
+mteb has no entry points. Import this module (``import mteb_lrd_plugin`` with ``plugins/`` on the
+path) to register explicitly, or put ``plugins/`` on ``PYTHONPATH`` so that ``sitecustomize.py``
+registers lazily, the moment a program imports mteb (see README.md in this folder).
+
+Models are registered as ``mteb-lrd/<name>`` for ``default`` (all-MiniLM-L6-v2 from its PyPI
+package) and every panel model; loading one returns the model wrapped by
+``mteb_lrd.with_layer_dynamics``, so its ``<Task>.json`` gains ``layer_dynamics`` and ``per_layer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MODEL_PREFIX", "load_wrapped", "register"]
+
+MODEL_PREFIX = "mteb-lrd/"
+_REGISTERED: list[str] = []
+
+
+def load_wrapped(
+    model_name: str, revision: str | None = None, device: str | None = None, **kwargs: Any
+) -> Any:
+    """mteb loader: ``mteb-lrd/<name>`` → that model wrapped with layer dynamics.
+
+    Results keep the base model's name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``),
+    so they sit next to plain runs of the same model.
+    """
+    from mteb_lrd.commands._resolve import load_for_mteb
+    from mteb_lrd.evaluator import with_layer_dynamics
+
+    spec = model_name.removeprefix(MODEL_PREFIX)
+    name, model, tokenizer = load_for_mteb(spec, device=device)
+    return with_layer_dynamics(model, tokenizer=tokenizer, device=device, name=name, **kwargs)
+
+
+def _model_names() -> list[str]:
+    try:
+        from mteb_lrd.panel import PANEL
+    except ImportError:  # pragma: no cover - the panel ships with the package
+        PANEL = {}
+    return ["default", *PANEL]
+
+
+def register() -> list[str]:
+    """Register tasks and models (idempotent); returns the names registered."""
+    if _REGISTERED:
+        return list(_REGISTERED)
+    from mteb.models import ModelMeta
+    from mteb.models.model_implementations import MODEL_REGISTRY
+
+    from mteb_lrd.augmentation import install
+    from mteb_lrd.tasks import demo_task, register_tasks, sts_tasks
+
+    install()
+    names = register_tasks([*sts_tasks().values(), demo_task()])
+    for short in _model_names():
+        name = MODEL_PREFIX + short
+        MODEL_REGISTRY[name] = ModelMeta.create_empty(
+            overwrites={"name": name, "revision": "local", "loader": load_wrapped, "framework": ["PyTorch"]}
+        )
+        names.append(name)
+    _REGISTERED.extend(names)
+    return names
+
+
+register()

@@ -1,0 +1,83 @@
+"""``mteb-lrd run`` / ``prune`` / ``report`` end to end on a tiny SentenceTransformer and a local task."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+import pytest
+
+from mteb_lrd.results import load_variants
+
+COMMANDS = ("run", "prune", "report")
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="mteb-lrd")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"mteb_lrd.commands.{name}").register(subparsers)
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+@pytest.fixture
+def local_sts(tmp_path, texts):
+    folder = tmp_path / "tinysts"
+    folder.mkdir()
+    rows = [
+        {"sentence1": texts[i], "sentence2": texts[(i * 3 + 1) % 16], "score": (i * 7) % 6} for i in range(16)
+    ]
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_run_prune_report(tiny_st_dir, local_sts, tmp_path, capsys):
+    results, reports = tmp_path / "results", tmp_path / "reports"
+    common = ["--local-task", f"{local_sts}=STS", "--results", results, "--batch-size", 4]
+    assert _cli(["run", "--model", tiny_st_dir, *common]) == 0
+    assert (
+        _cli(["prune", "--model", tiny_st_dir, "--blocks", "1,2", "--output", tmp_path / "pruned", *common])
+        == 0
+    )
+    assert "removed blocks [1, 2] of 4" in capsys.readouterr().out
+    variants = load_variants(results)
+    assert len(variants) == 2 and {v.experiment is None for v in variants} == {True, False}
+    for variant in variants:
+        row = variant.tasks["tinysts"].subsets[0]
+        assert "layer_dynamics" in row and "per_layer" in row
+    pruned = next(v for v in variants if v.experiment)
+    assert len(pruned.tasks["tinysts"].per_layer[0]["scores"]) == 3  # h_0 .. h_2 after removing 2 of 4 blocks
+
+    assert _cli(["report", "--results", results, "--output", reports]) == 0
+    markdown = (reports / "leaderboard.md").read_text()
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert len(table) == 3 and "removed [1, 2] of 4" in markdown
+    assert (reports / "report.html").stat().st_size > 10000
+    assert len(list((reports / "figures").glob("*.png"))) == 2
+
+
+def test_prune_argument_errors(tiny_st_dir, tmp_path):
+    with pytest.raises(ValueError, match="either --blocks or --rule"):
+        _cli(["prune", "--model", tiny_st_dir, "--output", tmp_path / "p"])
+    with pytest.raises(ValueError, match="needs --budget"):
+        _cli(["prune", "--model", tiny_st_dir, "--rule", "gfmi", "--output", tmp_path / "p"])
+    with pytest.raises(ValueError, match="comma-separated"):
+        _cli(["prune", "--model", tiny_st_dir, "--blocks", "a,b", "--output", tmp_path / "p"])
+    with pytest.raises(ValueError, match="out of range"):
+        _cli(["prune", "--model", tiny_st_dir, "--blocks", "9", "--output", tmp_path / "p"])
+
+
+def test_run_unknown_model_and_task(tmp_path):
+    with pytest.raises(ValueError, match="neither a folder nor a known name"):
+        _cli(["run", "--model", tmp_path / "missing", "--task", "demo"])
+    with pytest.raises(ValueError, match="FOLDER=TYPE"):
+        _cli(["run", "--local-task", "nofolder"])
+
+
+def test_help_shows_examples(capsys):
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            _cli([name, "--help"])
+        assert "examples:" in capsys.readouterr().out
