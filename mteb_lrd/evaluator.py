@@ -182,22 +182,27 @@ def build_layer_dynamics_model(base_class: type) -> type:
             return super().similarity_pairwise(embeddings1, embeddings2)
 
         def resolve_prompt(self, task_metadata: Any, prompt_type: Any) -> str | None:
-            """The prompt a plain mteb run of the wrapped SentenceTransformer would use."""
+            """The prompt text a plain mteb run of the wrapped SentenceTransformer would prepend
+            (``None``: no prompt, or not a SentenceTransformer)."""
             from mteb.models.sentence_transformer_wrapper import _resolve_prompt
 
             if self.inner is None or not hasattr(self.inner, "model_prompts"):
                 return None
             prompt = _resolve_prompt(self.inner.model_prompts, task_metadata, prompt_type)
-            if prompt is not None or prompt_type is None:
+            if prompt is not None:
                 return prompt
-            # sentence-transformers' encode_query / encode_document fall back to these prompt names.
-            prompts = getattr(self.inner.model, "prompts", {}) or {}
-            names = ("query",) if str(getattr(prompt_type, "value", prompt_type)) == "query" else (
-                "document", "passage", "corpus")  # fmt: skip
-            for candidate in names:
-                if candidate in prompts:
+            st = self.inner.model
+            prompts = getattr(st, "prompts", None) or {}
+            # sentence-transformers' encode_query / encode_document try these prompt names, then
+            # (like encode) the default prompt.
+            names: tuple[str, ...] = ()
+            if prompt_type is not None:
+                is_query = str(getattr(prompt_type, "value", prompt_type)) == "query"
+                names = ("query",) if is_query else ("document", "passage", "corpus")
+            for candidate in (*names, getattr(st, "default_prompt_name", None)):
+                if candidate is not None and candidate in prompts:
                     return prompts[candidate]
-            return ""
+            return None
 
         def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
                    prompt_type: Any = None, **kwargs: Any) -> np.ndarray:  # fmt: skip

