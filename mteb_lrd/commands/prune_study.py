@@ -1,0 +1,89 @@
+"""``mteb-lrd prune-study``: LRD-guided layer pruning against baselines, scored by MTEB."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mteb_lrd.commands.select import add_study_task_arguments, build_study_tasks
+
+__all__ = ["register", "run"]
+
+EPILOG = """\
+examples:
+  mteb-lrd prune-study --models all-mpnet-base-v2 smollm2-135m gemma-3-270m \\
+      --tasks LocalSTSBenchmark LocalSICK-R LocalSTS15 LocalSTS16 DrugReviewSentiment --out results/prune
+  mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
+  mteb-lrd prune-study --report-only --out results/prune
+
+Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0, 1, 2), last-k,
+shortgpt (block influence, masked, fp32), angular (Gromov et al., contiguous run).
+Candidates protect --protect layers at each end; budgets default to 5/10/15/20/25 %.
+--mapping reference (default): hidden-state id l -> block l (as the reference code);
+--mapping producer: id l -> block l-1 (the block that produces h_l).
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``prune-study`` subcommand."""
+    parser = subparsers.add_parser(
+        "prune-study",
+        help="layer pruning: LRD rules vs Random / last-k / ShortGPT / angular, scored by MTEB",
+        description="Score every pruned variant with MTEB (blocks physically removed) and report the score "
+        "change per budget and method, with bootstrap intervals, Wilcoxon tests against Random and speed-ups.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["all-mpnet-base-v2", "smollm2-135m", "gemma-3-270m"],
+        help="panel names or folders (>= 8 layers)",
+    )
+    add_study_task_arguments(parser, default_pairs=150, default_test=150)
+    parser.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.10, 0.15, 0.20, 0.25])
+    parser.add_argument("--protect", type=int, default=3, help="layers kept at each end (default 3)")
+    parser.add_argument("--mapping", choices=["reference", "producer"], default="reference")
+    parser.add_argument(
+        "--text-cap", type=int, default=300, help="texts per task for the profiles (default %(default)s)"
+    )
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--out", required=True, help="study folder (records + report)")
+    parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``mteb-lrd prune-study``; returns the exit code."""
+    from mteb_lrd.prune_study import run_prune_study
+    from mteb_lrd.study_report import analyse_pruning, write_prune_report
+    from mteb_lrd.study_runtime import read_record, write_record
+
+    out = Path(args.out)
+    try:
+        if not args.report_only:
+            run_prune_study(
+                args.models,
+                build_study_tasks(args),
+                out,
+                budgets=args.budgets,
+                protect=args.protect,
+                mapping=args.mapping,
+                text_cap=args.text_cap,
+                seed=args.seed,
+                batch_size=args.batch_size,
+            )
+    except (ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    records = [
+        read_record(p) for p in sorted(out.glob("records/*/*.json")) if not p.name.endswith(".partial.json")
+    ]
+    if not records:
+        print(f"error: no records in {out}/records", file=sys.stderr)
+        return 2
+    analysis = analyse_pruning(records)
+    write_record(out / "pruning.json", analysis)
+    print(write_prune_report(analysis, out))
+    return 0

@@ -1,0 +1,121 @@
+"""``mteb-lrd select``: label-free model selection on a set of models and tasks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run", "add_study_task_arguments", "build_study_tasks"]
+
+EPILOG = """\
+examples:
+  mteb-lrd select --out results/selection                       # the whole offline panel, all study tasks
+  mteb-lrd select --models all-MiniLM-L6-v2 all-mpnet-base-v2 smollm2-135m gemma-3-270m \\
+      --tasks LocalSTSBenchmark LocalSICK-R DrugReviewSentiment --max-pairs 200 --out results/sel
+  mteb-lrd select --models ./my-st-model ./other-model --report-only --out results/sel
+
+Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
+The report is OUT/selection.md + selection.html + scatter_*.png; OUT/selection.json has every number.
+Full size on a GPU: --max-pairs 0 --max-train 0 --max-test 0 --text-cap 1000.
+"""
+
+
+def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int, default_test: int) -> None:
+    """Task-set options shared by ``select`` and ``prune-study``."""
+    from mteb_lrd.study_tasks import CLASSIFICATION_TASKS, STS_TASKS
+
+    names = [*STS_TASKS, *CLASSIFICATION_TASKS]
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=None,
+        metavar="TASK",
+        help=f"study tasks (default all): {', '.join(names)}",
+    )
+    parser.add_argument(
+        "--max-pairs",
+        type=int,
+        default=default_pairs,
+        help="STS pairs per task, 0 = all (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-train", type=int, default=300, help="classification train rows, 0 = all (default %(default)s)"
+    )
+    parser.add_argument(
+        "--max-test",
+        type=int,
+        default=default_test,
+        help="classification test rows, 0 = all (default %(default)s)",
+    )
+    parser.add_argument("--data-dir", default=None, help="where sub-sampled task folders are written")
+    parser.add_argument("--seed", type=int, default=42, help="sub-sampling seed (default 42)")
+
+
+def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
+    """The task classes named by :func:`add_study_task_arguments` options."""
+    from mteb_lrd.study_tasks import study_tasks
+
+    return study_tasks(
+        args.tasks,
+        data_dir=args.data_dir,
+        max_pairs=args.max_pairs or None,
+        max_train=args.max_train or None,
+        max_test=args.max_test or None,
+        seed=args.seed,
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``select`` subcommand."""
+    from mteb_lrd.panel import PANEL
+
+    parser = subparsers.add_parser(
+        "select",
+        help="label-free model selection: correlate LRD scores with MTEB scores across models",
+        description="Per task, Spearman ρ across models between label-free scores (d0L, NRS, GFMI, RankMe, "
+        "α-ReQ) and the MTEB main score; summaries over tasks, partial correlations and leave-one-family-out.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--models", nargs="+", default=list(PANEL), help="panel names or model folders (default: the panel)"
+    )
+    add_study_task_arguments(parser, default_pairs=200, default_test=200)
+    parser.add_argument(
+        "--text-cap", type=int, default=500, help="texts per task for the LRD metrics (default %(default)s)"
+    )
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--out", required=True, help="study folder (records + report)")
+    parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``mteb-lrd select``; returns the exit code."""
+    from mteb_lrd.selection_study import HEADLINE_SCORES, analyse_selection, load_records, run_selection_study
+    from mteb_lrd.study_report import write_selection_report
+    from mteb_lrd.study_runtime import write_record
+
+    out = Path(args.out)
+    try:
+        if not args.report_only:
+            run_selection_study(
+                args.models,
+                build_study_tasks(args),
+                out,
+                text_cap=args.text_cap,
+                seed=args.seed,
+                batch_size=args.batch_size,
+            )
+    except (ValueError, KeyError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    records = load_records(out)
+    if not records:
+        print(f"error: no records in {out}/records", file=sys.stderr)
+        return 2
+    analysis = analyse_selection(records)
+    write_record(out / "selection.json", analysis)
+    print(write_selection_report(analysis, out, HEADLINE_SCORES))
+    return 0

@@ -1,0 +1,285 @@
+"""Markdown + HTML reports (with plots) of the selection and pruning studies.
+
+The HTML page is the Markdown's tables rendered as HTML with the PNG figures embedded, so one file
+can be opened anywhere. All files are written atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mteb_lrd.statistics import bootstrap_ci, wilcoxon_paired
+
+__all__ = ["analyse_pruning", "write_prune_report", "write_selection_report"]
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return "–" if not np.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _markdown_to_html(title: str, lines: Sequence[str], figures: Mapping[str, bytes]) -> str:
+    """Tables, headings, bullet points and figure lines (``![...](name.png)``) of our Markdown."""
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+           "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}"
+           "td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}</style></head><body>"]  # fmt: skip
+    in_table = False
+    for line in lines:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if set("".join(cells)) <= set("-"):
+                continue
+            tag = "th" if not in_table else "td"
+            if not in_table:
+                out.append("<table>")
+                in_table = True
+            out.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{html.escape(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("![") and "](" in line:
+            name = line[line.index("](") + 2 : -1]
+            data = base64.b64encode(figures.get(name, b"")).decode()
+            out.append(f"<p><img src='data:image/png;base64,{data}' style='max-width:100%'></p>")
+        elif line.startswith("- "):
+            out.append(f"<ul><li>{html.escape(line[2:])}</li></ul>")
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+    if in_table:
+        out.append("</table>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _save(out_dir: Path, stem: str, title: str, lines: list[str], figures: Mapping[str, bytes]) -> Path:
+    for name, data in figures.items():
+        _write_atomic(out_dir / name, data)
+    _write_atomic(out_dir / f"{stem}.md", ("\n".join(lines) + "\n").encode())
+    _write_atomic(out_dir / f"{stem}.html", _markdown_to_html(title, lines, figures).encode())
+    return out_dir / f"{stem}.md"
+
+
+def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
+    """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    models, tasks, summary = analysis["models"], analysis["tasks"], analysis["summary"]
+    lines = ["# Label-free model selection", ""]
+    lines += [
+        f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
+        "",
+    ]
+    lines += _table(
+        ["model", "family", "params (M)", "dim", "layers", "kind"],
+        [
+            [m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"]]
+            for m, i in sorted(models.items())
+        ],
+    )
+    lines += ["", "## Main scores", ""]
+    lines += _table(
+        ["task", *sorted(models)], [[t, *[analysis["main"][t].get(m) for m in sorted(models)]] for t in tasks]
+    )
+    lines += ["", "## Correlation with the main score, over tasks", ""]
+    order = sorted(
+        summary,
+        key=lambda n: -(summary[n]["median_rho"] if np.isfinite(summary[n]["median_rho"] or np.nan) else -9),
+    )
+    header = ["score", "tasks", "median ρ", "mean ρ", "median |ρ|", "p<.05", "p<.01", "+", "−"]
+    keys = [
+        "n_tasks",
+        "median_rho",
+        "mean_rho",
+        "median_abs_rho",
+        "n_p05",
+        "n_p01",
+        "n_positive",
+        "n_negative",
+    ]
+    lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order if n in headline])
+    lines += ["", "### Controls: partial Spearman ρ (median over tasks)", ""]
+    partial = analysis["partial"]
+    lines += _table(
+        ["score", "raw", *[f"| {c}" for c in partial]],
+        [
+            [n, summary[n]["median_rho"], *[partial[c].get(n, {}).get("median_rho") for c in partial]]
+            for n in headline
+            if n in summary
+        ],
+    )
+    lines += ["", "### Leave one family out (median ρ over tasks without that family)", ""]
+    families = sorted({i["family"] for i in models.values()})
+    lines += _table(
+        ["score", *[f"−{f}" for f in families]],
+        [
+            [n, *[analysis["lofo"].get(n, {}).get(f, {}).get("median_rho") for f in families]]
+            for n in headline
+            if n in analysis["lofo"]
+        ],
+    )
+    lines += ["", "### Per-task ρ", ""]
+    lines += _table(
+        ["score", *tasks],
+        [[n, *[analysis["per_task"].get(n, {}).get(t, {}).get("rho") for t in tasks]] for n in headline],
+    )
+    lines += ["", "## What this panel can and cannot show", ""] + [f"- {c}" for c in analysis["caveats"]]
+    lines += ["", "## All scores (median ρ over tasks)", ""]
+    lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order])
+    figures: dict[str, bytes] = {}
+    lines += ["", "## Scatter plots (score against main score; one colour per task)", ""]
+    for name in headline:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        for task in tasks:
+            pairs = [
+                (analysis["scores"][task][m].get(name), analysis["main"][task][m])
+                for m in analysis["scores"][task]
+            ]
+            pairs = [(x, y) for x, y in pairs if x is not None and np.isfinite(x)]
+            if pairs:
+                xs, ys = zip(*pairs, strict=True)
+                ax.scatter(xs, ys, s=18, label=task)
+        ax.set_xlabel(name)
+        ax.set_ylabel("main score")
+        ax.legend(fontsize=6, ncol=2)
+        figures[f"scatter_{name}.png"] = _png(fig)
+        plt.close(fig)
+        lines += [f"![{name}](scatter_{name}.png)", ""]
+    return _save(out, "selection", "Label-free model selection", lines, figures)
+
+
+def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 10_000) -> dict[str, Any]:
+    """Per budget and method: mean / median Δ, bootstrap CI of the mean, Wilcoxon vs Random, win share, speed-up.
+
+    Random is the mean over its seeds within each cell; the other methods are paired with it by cell.
+    """
+    cells: dict[tuple[str, str], dict[tuple[str, float], list[dict[str, Any]]]] = {}
+    for rec in records:
+        key = (rec["model"]["name"], rec["task"])
+        for choice in rec["choices"]:
+            cells.setdefault(key, {}).setdefault((choice["method"], float(choice["budget"])), []).append(
+                choice
+            )
+    budgets = sorted({b for per in cells.values() for _, b in per})
+    methods = list(dict.fromkeys(m for per in cells.values() for m, _ in per))
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for budget in budgets:
+        random = np.array([np.mean([c["delta"] for c in per[("random", budget)]]) for per in cells.values()])
+        for method in methods:
+            deltas = np.array(
+                [np.mean([c["delta"] for c in per[(method, budget)]]) for per in cells.values()]
+            )
+            speed = np.array(
+                [np.mean([c["speedup"] for c in per[(method, budget)]]) for per in cells.values()]
+            )
+            low, high = bootstrap_ci(deltas, n_resamples=n_resamples, seed=0)
+            table.setdefault(method, {})[f"{budget:g}"] = {
+                "mean": float(deltas.mean()),
+                "median": float(np.median(deltas)),
+                "ci_low": low,
+                "ci_high": high,
+                "wilcoxon_p_vs_random": float("nan")
+                if method == "random"
+                else wilcoxon_paired(deltas, random),
+                "share_beats_random": float(np.mean(deltas > random)),
+                "speedup": float(speed.mean()),
+                "random_spread": float(
+                    np.mean([np.std([c["delta"] for c in per[("random", budget)]]) for per in cells.values()])
+                ),
+            }
+    return {"cells": [list(k) for k in cells], "budgets": budgets, "methods": methods, "table": table}
+
+
+def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path:
+    """``pruning.md`` / ``pruning.html`` / ``pruning.png``; returns the .md path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    table, budgets, methods = analysis["table"], analysis["budgets"], analysis["methods"]
+    cols = [f"{b:g}" for b in budgets]
+    lines = ["# Layer pruning", "", f"{len(analysis['cells'])} model × task cells: "
+             + ", ".join(f"{m}/{t}" for m, t in analysis["cells"]), ""]  # fmt: skip
+    lines += ["## Mean score change (median in parentheses), like the paper's Fig. 2", ""]
+    rows = [
+        [m, *[f"{table[m][c]['mean']:+.4f} ({table[m][c]['median']:+.4f})" for c in cols]] for m in methods
+    ]
+    lines += _table(["method", *[f"{float(c):.0%}" for c in cols]], rows)
+    for c in cols:
+        lines += ["", f"## Budget {float(c):.0%}", ""]
+        keys = [
+            "mean",
+            "median",
+            "ci_low",
+            "ci_high",
+            "wilcoxon_p_vs_random",
+            "share_beats_random",
+            "speedup",
+        ]
+        lines += _table(
+            [
+                "method",
+                "mean Δ",
+                "median Δ",
+                "95% CI low",
+                "95% CI high",
+                "Wilcoxon p vs Random",
+                "beats Random",
+                "speed-up",
+            ],
+            [[m, *[table[m][c][k] for k in keys]] for m in methods],
+        )
+        lines += [
+            "",
+            f"Random spread (std over seeds, mean over cells): {table['random'][c]['random_spread']:.4f}",
+        ]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for m in methods:
+        ax.plot([float(c) * 100 for c in cols], [table[m][c]["mean"] for c in cols], marker="o", label=m)
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xlabel("budget (% of candidate layers)")
+    ax.set_ylabel("mean score change")
+    ax.legend(fontsize=7)
+    figures = {"pruning.png": _png(fig)}
+    plt.close(fig)
+    lines += ["", "![mean score change](pruning.png)", ""]
+    return _save(out, "pruning", "Layer pruning", lines, figures)

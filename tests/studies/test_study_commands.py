@@ -1,0 +1,103 @@
+"""End-to-end `select` and `prune-study` on tiny random models and a tiny in-memory STS task."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mteb_lrd.study_runtime import StudyModel, load_study_model
+from tests.tiny_models import TEXTS, load_tiny_tokenizer
+
+PAIRS = [
+    {"sentence1": a, "sentence2": b, "score": float(s)}
+    for a, b, s in zip(
+        TEXTS, TEXTS[1:] + TEXTS[:1], [0, 1, 2, 3, 4, 5, 0.5, 1.5, 2.5, 3.5, 4.5, 1, 2, 3, 4, 5], strict=True
+    )
+] + [{"sentence1": t, "sentence2": t, "score": 5.0} for t in TEXTS[:8]]
+
+
+@pytest.fixture(scope="module")
+def tiny_task():
+    from mteb_lrd.tasks import make_task
+
+    return make_task("STS", "TinySTS", lambda: {"default": {"test": PAIRS}})
+
+
+def _decoder(tiny_model_dir, kind: str, layers: int) -> StudyModel:
+    path = tiny_model_dir(kind, num_layers=layers)
+    return load_study_model(str(path), tokenizer=load_tiny_tokenizer(path))
+
+
+def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
+    from mteb_lrd.selection_study import analyse_selection, load_records, run_selection_study
+    from mteb_lrd.study_report import write_selection_report
+
+    models = [load_study_model(str(tiny_st_dir))] + [
+        _decoder(tiny_model_dir, k, 4) for k in ("llama", "qwen2", "gpt2")
+    ]
+    models[1].name, models[2].name, models[3].name = "tiny-llama", "tiny-qwen2", "tiny-gpt2"
+    out = run_selection_study(
+        models,
+        {"TinySTS": tiny_task},
+        tmp_path,
+        text_cap=10,
+        lrd_kwargs={"nrs_k": 3, "gfmi_k": 3},
+        progress=None,
+    )
+    records = load_records(out)
+    assert len(records) == 4
+    for rec in records:
+        assert -1 <= rec["main_score"] <= 1
+        assert rec["n_used"] == 10 and rec["n_texts"] == len(TEXTS)
+        assert rec["scores"]["rankme"] >= 1 and np.isfinite(rec["scores"]["frenet_d0L"])
+    analysis = analyse_selection(records)
+    # four models, one task: every non-constant score has exactly one per-task ρ, as scipy computes it
+    from scipy import stats
+
+    xs = [r["scores"]["frenet_d0L"] for r in records]
+    ys = [r["main_score"] for r in records]
+    assert analysis["per_task"]["frenet_d0L"]["TinySTS"]["rho"] == pytest.approx(
+        stats.spearmanr(xs, ys).statistic
+    )
+    assert any("only 1 tasks" in c for c in analysis["caveats"])
+    report = write_selection_report(analysis, tmp_path / "report", ["frenet_d0L", "rankme"])
+    assert "Label-free model selection" in report.read_text()
+    assert (tmp_path / "report" / "scatter_rankme.png").stat().st_size > 1000
+    # resumable: a second run finds every cell recorded and loads no model
+    # resumable: every cell of "tiny-llama" is recorded, so a rerun by that name loads nothing (the
+    # name is no panel model and no folder: loading it would raise)
+    messages = []
+    run_selection_study(["tiny-llama"], {"TinySTS": tiny_task}, tmp_path, progress=messages.append)
+    assert messages == ["tiny-llama: all 1 tasks recorded"]
+
+
+def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
+    from mteb_lrd.prune_study import METHODS, run_prune_study
+    from mteb_lrd.study_report import analyse_pruning, write_prune_report
+    from mteb_lrd.study_runtime import read_record
+
+    model = _decoder(tiny_model_dir, "llama", 8)
+    model.name = "tiny-llama-8"
+    out = run_prune_study(
+        [model],
+        {"TinySTS": tiny_task},
+        tmp_path,
+        budgets=[0.2, 0.5],
+        text_cap=20,
+        speed_texts=8,
+        progress=None,
+    )
+    record = read_record(out / "records" / "tiny-llama-8" / "TinySTS.json")
+    assert {c["method"] for c in record["choices"]} == set(METHODS)
+    for choice in record["choices"]:
+        assert all(3 <= i <= 5 for i in choice["ids"])  # candidates of L = 8 with 3 protected
+        assert len(choice["ids"]) == (1 if choice["budget"] == 0.2 else 2)
+        assert choice["delta"] == pytest.approx(choice["main_score"] - record["base_score"])
+    analysis = analyse_pruning([record], n_resamples=200)
+    assert set(analysis["table"]) == set(METHODS)
+    assert np.isnan(analysis["table"]["random"]["0.2"]["wilcoxon_p_vs_random"])
+    report = write_prune_report(analysis, tmp_path / "report")
+    assert "Fig. 2" in report.read_text() and (tmp_path / "report" / "pruning.html").is_file()
+    assert json.loads(json.dumps(analysis))["budgets"] == [0.2, 0.5]
