@@ -1,9 +1,8 @@
 """Dynamic semantic dimensions: per-text top-k sets inside a mask, and the cosine on a pair's union.
 
-Batched over rows: a per-row threshold (the k-th largest masked value, found by partial
-selection, not a full sort) replaces the reference's per-pair ``argpartition`` / ``union1d``
-loop. Ties at the threshold are broken towards the lower dimension index, so a set never has
-more than ``k`` members.
+Batched over rows: a per-row threshold (the k-th largest masked value) replaces the reference's
+per-pair ``argpartition`` / ``union1d`` loop. Ties at the threshold are broken towards the lower
+dimension index, so a set never has more than ``k`` members.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import numpy as np
 __all__ = ["semantic_sets", "dynamic_similarity", "check_value_mask"]
 
 # Rows processed at once: bounds the temporaries (a few arrays of chunk x d) and keeps them in cache.
-_CHUNK_ROWS = 512
+_CHUNK_ROWS = 128
 # The reference's guard: a pair whose norm product is at most this scores 0.
 _NORM_FLOOR = 1e-9
 
@@ -53,25 +52,22 @@ def _check_k(k: object) -> int:
 
 def _sets_chunk(values: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     d = values.shape[1]
-    counts = mask.sum(axis=1)
     if k >= d:
         return mask.copy()
-    filled = np.where(mask, values, -np.inf)
-    # k-th largest per row by partial selection (O(d) per row).
-    kth = np.partition(filled, d - k, axis=1)[:, d - k : d - k + 1]
-    above = filled > kth
-    tied = filled == kth
-    need = k - above.sum(axis=1)
-    n_tied = tied.sum(axis=1)
-    sets = above | tied
-    crowded = np.flatnonzero(n_tied > need)
-    if crowded.size:  # more ties at the threshold than places left: keep the lowest indices
-        rows = tied[crowded]
-        keep = rows & (np.cumsum(rows, axis=1) <= need[crowded, None])
-        sets[crowded] = above[crowded] | keep
-    small = counts <= k  # fewer candidates than k: the whole mask (also covers empty masks)
-    if small.any():
-        sets[small] = mask[small]
+    filled = np.where(mask, values, values.dtype.type(-np.inf))  # a typed scalar keeps float32 float32
+    # The k-th largest per row. A full row sort, not np.partition: numpy >= 2 sorts float rows with
+    # SIMD (x86-simd-sort), about 15x faster than its scalar introselect at d = 4096 on AVX-512.
+    kth = np.sort(filled, axis=1)[:, d - k : d - k + 1]
+    sets = filled >= kth
+    short = np.flatnonzero(np.isneginf(kth[:, 0]))  # fewer than k candidates: the whole mask (or none)
+    if short.size:
+        sets[short] = mask[short]
+    crowded = np.flatnonzero(sets.sum(axis=1) > k)  # ties at the threshold: keep the lowest indices
+    if crowded.size:
+        rows, threshold = filled[crowded], kth[crowded]
+        above, tied = rows > threshold, rows == threshold
+        need = k - above.sum(axis=1, keepdims=True)
+        sets[crowded] = above | (tied & (np.cumsum(tied, axis=1) <= need))
     return sets
 
 
@@ -127,12 +123,10 @@ def dynamic_similarity(
         part = slice(start, start + _CHUNK_ROWS)
         union = _sets_chunk(x[part], mx[part], k)
         union |= _sets_chunk(y[part], my[part], k)
-        a = np.where(union, x[part], 0)
-        b = np.where(union, y[part], 0)
-        dot = np.einsum("ij,ij->i", a, b, dtype=np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", a, a, dtype=np.float64)) * np.sqrt(
-            np.einsum("ij,ij->i", b, b, dtype=np.float64)
-        )
+        a = x[part] * union  # x restricted to the union (zero elsewhere)
+        dot = np.einsum("ij,ij->i", a, y[part]).astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", a, x[part]).astype(np.float64))
+        norms *= np.sqrt(np.einsum("ij,ij->i", y[part] * union, y[part]).astype(np.float64))
         ok = norms > _NORM_FLOOR
         sims[part] = np.where(ok, dot / np.where(ok, norms, 1.0), 0.0)
         sizes[part] = union.sum(axis=1)
