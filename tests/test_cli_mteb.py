@@ -81,3 +81,34 @@ def test_help_shows_examples(capsys):
         with pytest.raises(SystemExit):
             _cli([name, "--help"])
         assert "examples:" in capsys.readouterr().out
+
+
+def test_prune_by_rule_records_rule_and_budget(tmp_path, texts):
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    model_dir = build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)
+    texts_file = tmp_path / "texts.jsonl"
+    texts_file.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = tmp_path / "pruned"
+    assert (
+        _cli(
+            [
+                "prune",
+                "--model",
+                model_dir,
+                "--rule",
+                "gfmi",
+                "--budget",
+                0.5,
+                "--texts",
+                texts_file,
+                "--output",
+                out,
+            ]
+        )
+        == 0
+    )
+    record = json.loads((out / "mteb_lrd_pruning.json").read_text())
+    # 9 hidden states, candidates 3..5, ceil(3 * 0.5) = 2 pruned, reference mapping id l -> block l
+    assert record["rule"] == "gfmi" and record["budget"] == 0.5 and record["num_blocks"] == 8
+    assert len(record["removed_blocks"]) == 2 and set(record["removed_blocks"]) <= {3, 4, 5}
