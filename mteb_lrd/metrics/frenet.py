@@ -21,6 +21,7 @@ __all__ = [
     "principal_subspaces",
     "grassmann_distance",
     "menger_curvature",
+    "frenet_on_unit_rows",
 ]
 
 
@@ -30,11 +31,23 @@ def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The right singular vectors of the centred data are the eigenvectors of its scatter matrix;
     float64 keeps them as accurate as a direct SVD at a fraction of the cost (d×d, not N×d).
     """
-    xc = x.astype(np.float64)
-    xc -= xc.mean(axis=-2, keepdims=True)
-    scatter = np.swapaxes(xc, -1, -2) @ xc
-    eigvals, eigvecs = np.linalg.eigh(scatter)
-    return np.clip(eigvals[..., ::-1], 0.0, None), eigvecs[..., ::-1]
+    layers = x.reshape((-1,) + x.shape[-2:])
+    eigvals = np.empty((layers.shape[0], x.shape[-1]))
+    eigvecs = np.empty((layers.shape[0], x.shape[-1], x.shape[-1]))
+    for i, layer in enumerate(layers):  # one layer at a time bounds the float64 copy
+        centred = layer.astype(np.float64)
+        centred -= centred.mean(axis=0)
+        eigvals[i], eigvecs[i] = np.linalg.eigh(centred.T @ centred)
+    shape = x.shape[:-2]
+    return np.clip(eigvals[:, ::-1], 0.0, None).reshape(shape + (-1,)), eigvecs[:, :, ::-1].reshape(
+        shape + eigvecs.shape[1:]
+    )
+
+
+def _rank_from_spectrum(s2: np.ndarray, var_threshold: float, n: int, d: int) -> int:
+    total = s2.sum()
+    rank = 2 if total <= 0 else int(np.searchsorted(np.cumsum(s2) / total, var_threshold) + 1)
+    return _clamp_rank(max(rank, 2), n, d)
 
 
 def explained_variance_rank(x_last: np.ndarray, var_threshold: float = 0.95) -> int:
@@ -47,12 +60,7 @@ def explained_variance_rank(x_last: np.ndarray, var_threshold: float = 0.95) -> 
     if not 0.0 < var_threshold <= 1.0:
         raise ValueError(f"var_threshold must be in (0, 1]; got {var_threshold}")
     s2, _ = _centred_covariance_eig(x_last)
-    total = s2.sum()
-    if total <= 0:
-        rank = 2
-    else:
-        rank = int(np.searchsorted(np.cumsum(s2) / total, var_threshold) + 1)
-    return _clamp_rank(max(rank, 2), *x_last.shape)
+    return _rank_from_spectrum(s2, var_threshold, *x_last.shape)
 
 
 def _clamp_rank(rank: int, n: int, d: int) -> int:
@@ -145,7 +153,7 @@ class FrenetResult:
             "peak_curvature_depth": float(np.argmax(k) / k.size) if k.size else math.nan,
             "early_speed": early,
             "late_speed": late,
-            "late_early_speed_ratio": safe_ratio(late, early),
+            "early_late_speed_ratio": safe_ratio(early, late),
             "speed_slope": depth_slope(s),
             "rank": float(self.rank),
         }
@@ -164,25 +172,38 @@ def frenet(states: object, rank: int | None = None, var_threshold: float = 0.95)
         ValueError: fewer than 2 layers, fewer than 2 valid rows, or a rank below 1.
     """
     prepared = prepare_states(states, min_rows=2, what="frenet")
-    x = prepared.x
+    return frenet_on_unit_rows(prepared.x, rank, var_threshold, n_dropped=prepared.n_dropped)
+
+
+def _subspace_distance(v: np.ndarray, r: int, a: slice, b: slice) -> np.ndarray:
+    """Grassmann distances between the rank-``r`` subspaces of layers ``a`` and ``b``.
+
+    The non-zero principal angles of two r-dimensional subspaces equal those of their
+    (d−r)-dimensional orthogonal complements, so the smaller side is used (exactly the same value).
+    """
+    d = v.shape[-1]
+    basis = v[..., :r] if r <= d - r else v[..., r:]
+    return grassmann_distance(basis[a], basis[b])
+
+
+def frenet_on_unit_rows(
+    x: np.ndarray, rank: int | None = None, var_threshold: float = 0.95, n_dropped: int = 0
+) -> FrenetResult:
+    """:func:`frenet` on rows already validated and L2-normalised (see :func:`prepare_states`)."""
     n_layers, n, d = x.shape
+    if not 0.0 < var_threshold <= 1.0:
+        raise ValueError(f"var_threshold must be in (0, 1]; got {var_threshold}")
+    s2, v = _centred_covariance_eig(x)
     if rank is None:
-        r = explained_variance_rank(x[-1], var_threshold)
+        r = _rank_from_spectrum(s2[-1], var_threshold, n, d)
     else:
         if int(rank) != rank or rank < 1:
             raise ValueError(f"rank must be a positive integer or None; got {rank!r}")
         r = _clamp_rank(int(rank), n, d)
-    q = principal_subspaces(x, r)
-    speed = grassmann_distance(q[:-1], q[1:])
-    chord = grassmann_distance(q[:-2], q[2:]) if n_layers > 2 else np.zeros(0)
+    speed = _subspace_distance(v, r, slice(None, -1), slice(1, None))
+    chord = _subspace_distance(v, r, slice(None, -2), slice(2, None)) if n_layers > 2 else np.zeros(0)
     curvature = menger_curvature(speed[:-1], speed[1:], chord)
-    d0l = float(grassmann_distance(q[0], q[-1]))
+    d0l = float(_subspace_distance(v, r, slice(0, 1), slice(-1, None))[0])
     return FrenetResult(
-        speed=speed,
-        curvature=curvature,
-        chord=chord,
-        d0L=d0l,
-        rank=r,
-        n_used=n,
-        n_dropped=prepared.n_dropped,
+        speed=speed, curvature=curvature, chord=chord, d0L=d0l, rank=r, n_used=n, n_dropped=n_dropped
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.states import prepare_states
@@ -56,17 +56,29 @@ def filtration_components(
 
     Returns:
         ``(P, N)`` component labels.
+
+    The components of the graph cut at τ are those of its minimum spanning forest cut at τ
+    (Kruskal), so the N·k-edge graph is reduced once to at most N−1 edges and every threshold is
+    cut from those. The forest is built on edge *ranks*, so zero distances (duplicate texts) stay
+    edges and each kept edge carries its exact original distance.
     """
     n, k = distances.shape
     flat = distances.ravel()
-    rows = np.repeat(np.arange(n), k)
-    cols = neighbours.ravel()
     thresholds = np.percentile(flat, percentiles)
+    order = np.argsort(flat, kind="stable")
+    rank = np.empty(flat.size, dtype=np.float64)
+    rank[order] = np.arange(1, flat.size + 1)
+    rows = np.repeat(np.arange(n), k)
+    graph = coo_matrix((rank, (rows, neighbours.ravel())), shape=(n, n)).tocsr()
+    forest = minimum_spanning_tree(graph).tocoo()
+    forest_distance = flat[order[forest.data.astype(np.int64) - 1]]
     labels = np.empty((len(thresholds), n), dtype=np.int64)
-    for j, tau in enumerate(thresholds):  # one graph per percentile (P ≈ 20), not per sample
-        keep = flat <= tau
-        graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (rows[keep], cols[keep])), shape=(n, n))
-        labels[j] = connected_components(graph.tocsr(), directed=False)[1]
+    for j, tau in enumerate(thresholds):  # one small forest per percentile (P ≈ 20), not per sample
+        keep = forest_distance <= tau
+        cut = coo_matrix(
+            (np.ones(int(keep.sum()), dtype=np.int8), (forest.row[keep], forest.col[keep])), shape=(n, n)
+        )
+        labels[j] = connected_components(cut.tocsr(), directed=False)[1]
     return labels
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.metrics.frenet import FrenetResult, frenet
+from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
@@ -128,7 +128,7 @@ def lrd(
     prepared = prepare_states(states, min_rows=k_max + 1, what=f"lrd with k={k_max}")
     x = prepared.x
     n = x.shape[1]
-    frenet_result = frenet(x, rank=rank, var_threshold=var_threshold)
+    frenet_result = frenet_on_unit_rows(x, rank, var_threshold, n_dropped=prepared.n_dropped)
     anchors = anchor_ids(n, n_anchors, seed)
     anchor_neighbours, components = [], []
     for layer in x:
@@ -140,7 +140,6 @@ def lrd(
     jaccard, first_last = nrs_from_neighbours(np.stack(anchor_neighbours))
     nrs_result = NRSResult(jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped)
     gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
-    frenet_result = FrenetResult(**{**frenet_result.__dict__, "n_dropped": prepared.n_dropped})
     params = {
         "rank": rank,
         "var_threshold": var_threshold,

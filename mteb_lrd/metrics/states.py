@@ -72,20 +72,28 @@ def prepare_states(states: object, *, min_rows: int = 2, what: str = "this metri
         raise ValueError(f"{what} needs at least 2 hidden states (h_0 and h_L); got {n_layers}")
     if dim < 1:
         raise ValueError("states have d = 0 dimensions")
-    x = arr.astype(np.float32, copy=True)
-    with np.errstate(over="ignore", invalid="ignore"):
-        finite = np.isfinite(x).all(axis=2)
-        # float64 norms: fp32 squares of large finite values overflow.
-        norms = np.sqrt(np.einsum("lnd,lnd->ln", x, x, dtype=np.float64))
-    valid = (finite & (norms > 0) & np.isfinite(norms)).all(axis=0)
+    # One layer at a time: bounded extra memory, and each row is divided by its largest magnitude
+    # before squaring, so finite rows far outside the fp32 range (or subnormal) normalise exactly.
+    work = np.float64 if arr.dtype.itemsize > 4 and np.issubdtype(arr.dtype, np.floating) else np.float32
+    scale = np.empty((n_layers, n_rows), dtype=work)
+    finite = np.ones(n_rows, dtype=bool)
+    for layer in range(n_layers):
+        rows = arr[layer].astype(work, copy=False)
+        with np.errstate(invalid="ignore"):
+            finite &= np.isfinite(rows).all(axis=1)
+            scale[layer] = np.abs(rows).max(axis=1)
+    valid = finite & (scale > 0).all(axis=0)
     kept = np.flatnonzero(valid)
     if kept.size < min_rows:
         raise ValueError(
             f"{what} needs at least {min_rows} valid rows (texts); got {kept.size} of {n_rows} "
             f"({n_rows - kept.size} dropped for NaN, Inf or zero vectors)"
         )
-    x = x[:, kept]
-    x /= norms[:, kept, None].astype(np.float32)
+    x = np.empty((n_layers, kept.size, dim), dtype=np.float32)
+    for layer in range(n_layers):
+        rows = arr[layer, kept].astype(work) / scale[layer, kept, None]
+        rows /= np.sqrt(np.einsum("nd,nd->n", rows, rows))[:, None]
+        x[layer] = rows
     return PreparedStates(x=x, kept=kept, n_dropped=int(n_rows - kept.size))
 
 

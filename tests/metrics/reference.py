@@ -140,7 +140,7 @@ def ref_frenet_summary(ref: dict) -> dict[str, float]:
         "peak_curvature_depth": k.index(max(k)) / len(k) if k else math.nan,
         "early_speed": early,
         "late_speed": late,
-        "late_early_speed_ratio": _ratio(late, early),
+        "early_late_speed_ratio": _ratio(early, late),
         "speed_slope": _slope(s),
         "rank": float(ref["rank"]),
     }
