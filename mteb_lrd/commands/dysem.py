@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     main = dysem(order)
     label = f"DySem (k={settings['k']}, L={settings['num_languages']}, {settings['value']})"
     models: dict[str, Any] = {label: lambda t: main if covered[t] else None}
-    if settings["num_languages"] > 1 or not covered:
+    if settings["num_languages"] > 1 or not all(covered.values()):
         models[f"DySem source only (k={source_k}, L=1)"] = lambda t: dysem(
             [task_language(t)], k=source_k, num_languages=1
         )

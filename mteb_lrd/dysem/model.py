@@ -12,6 +12,7 @@ The baselines (mean pooling, PromptEOL, dense attention sum) return plain vector
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,7 +82,7 @@ def _model_meta(name: str, extractor: RepresentationExtractor, dim: int, experim
     )
 
 
-class _ExtractorEncoder:
+class _ExtractorEncoder(ABC):
     """Shared MTEB plumbing: texts from the DataLoader, the task's source language, the meta."""
 
     extractor: RepresentationExtractor
@@ -101,10 +102,9 @@ class _ExtractorEncoder:
         eval_langs = getattr(task_metadata, "eval_langs", ["eng-Latn"])
         return self.encode_texts(texts_of(inputs), source_language=language_of_task(eval_langs, hf_subset))
 
-    def encode_texts(
-        self, texts: Sequence[str], source_language: str = "en"
-    ) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def encode_texts(self, texts: Sequence[str], source_language: str = "en") -> np.ndarray:
+        """Embeddings of ``texts`` written in ``source_language``."""
 
     @property
     def mteb_model_meta(self) -> Any:
