@@ -23,7 +23,7 @@ from torch import nn
 
 from mteb_lrd.architectures import locate
 
-__all__ = ["PRUNING_FILE", "PrunedModel", "prune", "skip_blocks", "validate_blocks"]  # noqa: F822 (PrunedModel is built lazily)
+__all__ = ["PRUNING_FILE", "PrunedModel", "choose_blocks", "prune", "skip_blocks", "validate_blocks"]  # noqa: F822 (PrunedModel is built lazily)
 
 # Sidecar written next to a saved pruned SentenceTransformer so the experiment metadata survives a
 # save / load round trip (the model itself reloads as a plain SentenceTransformer without it).
@@ -245,22 +245,76 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def choose_blocks(
+    model: object,
+    rule: str,
+    budget: float,
+    texts: Sequence[str],
+    *,
+    tokenizer: object = None,
+    mapping: str = "reference",
+    batch_size: int = 32,
+) -> list[int]:
+    """Blocks to remove by an LRD rule (spec §6): profile ``texts``, score every layer, take the budget.
+
+    The profiles use the reference caps (Frenet 1000, NRS 1000, GFMI 5000 texts, seed 42; k clamped
+    to ``N - 1`` for short text lists); selection and the id → block mapping are
+    :func:`mteb_lrd.pruning.select_layers` and :func:`mteb_lrd.pruning.blocks_for`.
+
+    Args:
+        model: a SentenceTransformer (or :class:`PrunedModel`) or a transformers model.
+        rule: ``frenet``, ``nrs``, ``gfmi`` or ``composite``.
+        budget: fraction of the candidate layers (ids ``3 .. L-3``) to prune, in (0, 1].
+        texts: profiling texts (e.g. :func:`mteb_lrd.defaults.demo_texts`).
+        tokenizer: for a plain transformers decoder.
+        mapping: ``reference`` (id ``l`` → block ``l``) or ``producer`` (id ``l`` → block ``l-1``).
+        batch_size: texts per forward pass.
+
+    Raises:
+        ValueError: for an unknown rule, a bad budget, too few layers or texts.
+    """
+    from mteb_lrd.extraction import extract_layer_states
+    from mteb_lrd.metrics import frenet, gfmi, nrs, subsample
+    from mteb_lrd.pruning import RULES, blocks_for, rule_scores, select_layers
+
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
+    inner = model.model if isinstance(model, _pruned_class()) else model
+    states = extract_layer_states(
+        inner, list(texts), tokenizer=tokenizer, batch_size=batch_size, show_progress_bar=False
+    ).states
+    n = states.shape[1]
+    scores = rule_scores(
+        frenet(states[:, subsample(n, 1000)]),
+        nrs(states[:, subsample(n, 1000)], k=min(20, n - 1)),
+        gfmi(states[:, subsample(n, 5000)], k=min(30, n - 1)),
+    )
+    return blocks_for(select_layers(scores[rule], budget), mapping)
+
+
 def prune(
     model: object,
-    blocks: Sequence[int],
+    blocks: Sequence[int] | None = None,
     *,
     rule: str | None = None,
     budget: float | None = None,
+    texts: Sequence[str] | None = None,
+    tokenizer: object = None,
     name: str | None = None,
 ) -> Any:
-    """Return a copy of ``model`` with the given transformer blocks physically removed.
+    """Return a copy of ``model`` with transformer blocks physically removed.
+
+    Give the blocks, or a rule, a budget and profiling texts to choose them (:func:`choose_blocks`).
 
     Args:
         model: a SentenceTransformer, a :class:`PrunedModel` (pruned again, indices in its current
             numbering) or a transformers model (BERT-likes, Llama/Qwen2/Mistral/Gemma-likes, GPT-2).
         blocks: indices of the blocks to remove, ``0 <= i < L``; block ``i`` produces ``h_{i+1}``.
-        rule: the selection rule that chose ``blocks`` (recorded in the experiment metadata).
-        budget: the pruning budget (fraction of candidate blocks, ``0 < budget <= 1``), recorded.
+        rule: the selection rule that chooses the blocks (or chose the given ones); recorded in the
+            experiment metadata.
+        budget: the pruning budget (fraction of candidate layers, ``0 < budget <= 1``), recorded.
+        texts: profiling texts, needed when ``blocks`` is omitted.
+        tokenizer: for a plain transformers decoder when ``blocks`` is omitted.
         name: model name for mteb results; default: the SentenceTransformer's own name.
 
     Returns:
@@ -280,6 +334,10 @@ def prune(
         isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1
     ):
         raise ValueError(f"budget must be a fraction in (0, 1], got {budget!r}")
+    if blocks is None:
+        if rule is None or budget is None or not texts:
+            raise ValueError("give blocks=[...], or rule=, budget= and texts= to choose them")
+        blocks = choose_blocks(model, rule, budget, texts, tokenizer=tokenizer)
 
     pruned_cls = _pruned_class()
     if isinstance(model, pruned_cls):

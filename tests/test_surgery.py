@@ -231,3 +231,22 @@ def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_
 
     twice = prune(pruned, [0])
     assert twice.removed_blocks == [0, 2] and len(twice.model[0].auto_model.encoder.layer) == 2
+
+
+def test_prune_by_rule_and_budget(tmp_path, texts):
+    from sentence_transformers import SentenceTransformer
+
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    model = SentenceTransformer(
+        str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)), device="cpu"
+    )
+    with pytest.raises(ValueError, match="rule=, budget= and texts="):
+        prune(model, rule="gfmi", budget=0.5)
+    with pytest.raises(ValueError, match="rule must be one of"):
+        prune(model, rule="best", budget=0.5, texts=texts)
+    pruned = prune(model, rule="nrs", budget=0.5, texts=texts)
+    kwargs = pruned.mteb_model_meta.experiment_kwargs
+    assert kwargs["rule"] == "nrs" and kwargs["budget"] == 0.5
+    assert len(pruned.removed_blocks) == 2 and set(pruned.removed_blocks) <= {3, 4, 5}
+    assert len(pruned.model[0].auto_model.encoder.layer) == 6

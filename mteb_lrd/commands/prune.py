@@ -9,7 +9,7 @@ from pathlib import Path
 from mteb_lrd.commands._resolve import DEFAULT_MODEL, load_for_mteb
 from mteb_lrd.commands.run import add_lrd_options, evaluate_model, lrd_options, print_summary
 
-__all__ = ["choose_blocks", "parse_blocks", "register", "run"]
+__all__ = ["parse_blocks", "register", "run"]
 
 EPILOG = """examples:
   mteb-lrd prune --blocks 2,3 --output pruned/minilm-2-3 --task demo
@@ -34,26 +34,6 @@ def parse_blocks(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError as err:
         raise ValueError(f"--blocks takes comma-separated block indices such as 2,3; got {text!r}") from err
-
-
-def choose_blocks(model: object, tokenizer: object, rule: str, budget: float, texts: list[str],
-                  mapping: str = "reference", batch_size: int = 32) -> list[int]:  # fmt: skip
-    """Blocks to remove by an LRD rule: profile ``texts``, score layers, take the budget, map to blocks."""
-    from mteb_lrd.extraction import extract_layer_states
-    from mteb_lrd.metrics import frenet, gfmi, nrs, subsample
-    from mteb_lrd.pruning import RULES, blocks_for, rule_scores, select_layers
-
-    if rule not in RULES:
-        raise ValueError(f"--rule must be one of {RULES}; got {rule!r}")
-    inner = getattr(model, "model", model) if hasattr(model, "mteb_model_meta") else model
-    states = extract_layer_states(inner, texts, tokenizer=tokenizer, batch_size=batch_size).states
-    n = states.shape[1]
-    scores = rule_scores(
-        frenet(states[:, subsample(n, 1000)]),
-        nrs(states[:, subsample(n, 1000)], k=min(20, n - 1)),
-        gfmi(states[:, subsample(n, 5000)], k=min(30, n - 1)),
-    )
-    return blocks_for(select_layers(scores[rule], budget), mapping)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune``; returns the exit code."""
-    from mteb_lrd.surgery import prune
+    from mteb_lrd.surgery import choose_blocks, prune
 
     if (args.blocks is None) == (args.rule is None):
         raise ValueError("give either --blocks or --rule with --budget")
@@ -98,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         from mteb_lrd.defaults import demo_texts
 
         texts = read_texts(Path(args.texts)) if args.texts else demo_texts()
-        blocks = choose_blocks(model, None, args.rule, args.budget, texts, args.mapping, args.batch_size)
+        blocks = choose_blocks(
+            model, args.rule, args.budget, texts, mapping=args.mapping, batch_size=args.batch_size
+        )
     else:
         blocks = parse_blocks(args.blocks)
     pruned = prune(model, blocks, rule=args.rule, budget=args.budget, name=name)
