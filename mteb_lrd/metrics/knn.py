@@ -110,6 +110,8 @@ def knn(
         sims, idx = _search_faiss(x, queries, k + 1, gpu=resolved == "faiss-gpu")
     # Drop the query itself wherever it landed; when it is not among the k+1 (more than k exact
     # duplicates), drop the last. A stable sort on "is self" keeps the rest in similarity order.
+    if np.array_equal(idx[:, 0], query_ids):  # the common case: every query is its own first hit
+        return sims[:, 1:], idx[:, 1:].astype(np.int64)
     is_self = idx == query_ids[:, None]
     is_self[:, -1] |= ~is_self.any(axis=1)
     order = np.argsort(is_self, axis=1, kind="stable")[:, :k]
