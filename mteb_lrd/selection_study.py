@@ -116,6 +116,7 @@ def run_selection_study(
     text_cap: int = 500,
     seed: int = 42,
     batch_size: int = 32,
+    max_length: int = 512,
     lrd_kwargs: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
@@ -128,6 +129,7 @@ def run_selection_study(
         text_cap: at most this many texts per task for the LRD metrics and RankMe / α-ReQ.
         seed: sub-sampling / anchor seed.
         batch_size: encode batch size.
+        max_length: token truncation for every model.
         lrd_kwargs: extra parameters of :func:`mteb_lrd.metrics.lrd` (``nrs_k``, ``gfmi_k``, ...).
         progress: called with one line per cell; ``None`` for silence.
 
@@ -147,7 +149,7 @@ def run_selection_study(
         if not missing:
             say(f"{label}: all {len(tasks)} tasks recorded")
             continue
-        model = spec if isinstance(spec, StudyModel) else load_study_model(str(spec))
+        model = spec if isinstance(spec, StudyModel) else load_study_model(str(spec), max_length=max_length)
         for task_name in missing:
             say(f"{model.name} × {task_name}")
             record = measure_cell(

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 text_cap=args.text_cap,
                 seed=args.seed,
                 batch_size=args.batch_size,
+                max_length=args.max_length,
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

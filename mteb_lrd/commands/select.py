@@ -50,6 +50,9 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
     )
     parser.add_argument("--data-dir", default=None, help="where sub-sampled task folders are written")
     parser.add_argument("--seed", type=int, default=42, help="sub-sampling seed (default 42)")
+    parser.add_argument(
+        "--max-length", type=int, default=512, help="token truncation for every model (default 512)"
+    )
 
 
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                 text_cap=args.text_cap,
                 seed=args.seed,
                 batch_size=args.batch_size,
+                max_length=args.max_length,
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,0 +1,63 @@
+"""The panel registry and prepare()'s idempotency, without installing anything."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mteb_lrd.panel import MARKER, PANEL, PanelError, distribution_file, get_panel_model, is_prepared, prepare
+
+
+def test_registry_matches_the_issue():
+    assert list(PANEL) == [
+        "all-MiniLM-L6-v2",
+        "sre-minilm-l6",
+        "all-mpnet-base-v2",
+        "smollm2-135m",
+        "gemma-3-270m",
+        "qwen2.5-coder-0.5b",
+    ]
+    assert [(m.layers, m.dim) for m in PANEL.values()] == [
+        (6, 384),
+        (6, 384),
+        (12, 768),
+        (30, 576),
+        (18, 640),
+        (24, 896),
+    ]
+    assert {m.kind for m in PANEL.values() if m.pooling == "last-token"} == {"decoder"}
+    assert all("==" in p for m in PANEL.values() for p in m.packages)  # pinned versions
+    json.dumps([m.to_dict() for m in PANEL.values()])
+
+
+def test_unknown_name_lists_known_ones():
+    with pytest.raises(KeyError, match="known: all-MiniLM-L6-v2"):
+        get_panel_model("bert-base")
+
+
+def test_prepared_folder_is_returned_without_work(tmp_path):
+    folder = tmp_path / "gemma-3-270m"
+    folder.mkdir()
+    assert not is_prepared("gemma-3-270m", tmp_path)
+    (folder / MARKER).write_text("{}")
+    assert is_prepared("gemma-3-270m", tmp_path)
+    # install=False would raise if anything had to be installed or built
+    assert prepare("gemma-3-270m", tmp_path, install=False, progress=None) == folder
+
+
+def test_missing_package_without_install_raises(tmp_path, monkeypatch):
+    import importlib.metadata as metadata
+
+    def missing(_name):
+        raise metadata.PackageNotFoundError(_name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    with pytest.raises(PanelError, match="not installed"):
+        prepare("sre-minilm-l6", tmp_path, install=False, progress=None)
+    assert not any(tmp_path.iterdir())  # nothing half-built left behind
+
+
+def test_distribution_file_errors():
+    with pytest.raises(PanelError, match="expected one file"):
+        distribution_file("pytest", "no-such-file.bin")
