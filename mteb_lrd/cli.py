@@ -11,11 +11,25 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # module names under mteb_lrd.commands, in the order `--help` lists them
-COMMANDS: tuple[str, ...] = ("profile",)
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "profile",
+    "prune",
+    "report",
+    "panel",
+    "select",
+    "prune_study",
+    "dysem",
+)
 
 EPILOG = """examples:
-  mteb-lrd profile                                  # all-MiniLM-L6-v2 on the bundled STS sample
+  mteb-lrd run                                      # all-MiniLM-L6-v2 on the bundled STS sample, via MTEB
   mteb-lrd profile --model path/to/model --texts corpus.jsonl --out lrd.json
+  mteb-lrd prune --model path/to/model --blocks 2 3 --tasks STSBenchmark
+  mteb-lrd report results/ --out reports/
+  mteb-lrd panel prepare                            # install the offline model panel
+  mteb-lrd select / prune-study                     # label-free model selection, layer-pruning study
+  mteb-lrd dysem --model gemma-3-270m               # DySem STS over multilingual-consensus dimensions
   mteb-lrd <command> --help                         # options and examples of one command
 """
 
