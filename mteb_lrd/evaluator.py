@@ -146,6 +146,9 @@ def build_layer_dynamics_model(base_class: type) -> type:
                 updates["name"] = "mteb-lrd/unnamed-model"
             if meta.revision is None and "revision" not in updates:
                 updates["revision"] = "no_revision_available"
+            pruning = getattr(self.extractor.loaded.architecture.model.config, "mteb_lrd_pruning", None)
+            if pruning and not meta.experiment_kwargs:  # a pruned model loaded without PrunedModel
+                updates["experiment_kwargs"] = dict(pruning)
             self.mteb_model_meta = meta.model_copy(update=updates) if updates else meta
             self.store = VectorStore()
             self.calls: dict[tuple[str, str, str], list[tuple[Any, list[tuple[str, str]]]]] = {}

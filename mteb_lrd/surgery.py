@@ -21,13 +21,28 @@ from typing import Any
 
 from torch import nn
 
-from mteb_lrd.architectures import locate
+from mteb_lrd.architectures import locate, unwrap_transformers_model
 
-__all__ = ["PRUNING_FILE", "PrunedModel", "choose_blocks", "prune", "skip_blocks", "validate_blocks"]  # noqa: F822 (PrunedModel is built lazily)
+__all__ = [
+    "PRUNING_CONFIG_KEY",
+    "PRUNING_FILE",
+    "PrunedModel",
+    "choose_blocks",
+    "prune",
+    "skip_blocks",
+    "validate_blocks",
+]  # noqa: F822 (PrunedModel is built lazily)
 
 # Sidecar written next to a saved pruned SentenceTransformer so the experiment metadata survives a
 # save / load round trip (the model itself reloads as a plain SentenceTransformer without it).
 PRUNING_FILE = "mteb_lrd_pruning.json"
+# The same record on the transformers config: it travels with save_pretrained / SentenceTransformer.save,
+# so a pruned model loaded any way is still scored as an experiment by with_layer_dynamics.
+PRUNING_CONFIG_KEY = "mteb_lrd_pruning"
+
+
+def _record_on_config(model: object, experiment_kwargs: dict) -> None:
+    setattr(unwrap_transformers_model(model).config, PRUNING_CONFIG_KEY, dict(experiment_kwargs))
 
 
 def validate_blocks(blocks: Sequence[int], num_blocks: int) -> list[int]:
@@ -182,11 +197,13 @@ def _build_pruned_class() -> type:
             self.num_blocks = num_blocks
             self.rule = rule
             self.budget = budget
+            experiment_kwargs = _experiment_kwargs(removed_blocks, num_blocks, rule, budget)
+            _record_on_config(model, experiment_kwargs)
             self.mteb_model_meta = self.mteb_model_meta.model_copy(
                 update={
                     "name": name,
                     "revision": revision or self.mteb_model_meta.revision or "no_revision_available",
-                    "experiment_kwargs": _experiment_kwargs(removed_blocks, num_blocks, rule, budget),
+                    "experiment_kwargs": experiment_kwargs,
                 }
             )
 
@@ -357,4 +374,5 @@ def prune(
         return pruned_cls(
             pruned, removed, num_blocks, name=name or _base_name(model), rule=rule, budget=budget
         )
+    _record_on_config(pruned, _experiment_kwargs(removed, num_blocks, rule, budget))
     return pruned

@@ -108,6 +108,12 @@ def test_pruned_transformers_model_save_reload_equal(tiny_model_dir, tmp_path, t
     pruned.save_pretrained(tmp_path / "p")
     reloaded = AutoModelForCausalLM.from_pretrained(str(tmp_path / "p")).eval()
     assert reloaded.config.num_hidden_layers == 3
+    # the experiment record travels with the config, so the wrapper scores it as an experiment
+    assert reloaded.config.mteb_lrd_pruning == {"removed_blocks": [1], "num_blocks": 4}
+    from mteb_lrd import with_layer_dynamics
+
+    wrapped = with_layer_dynamics(reloaded, tokenizer=tokenizer, name="tiny/qwen2")
+    assert wrapped.mteb_model_meta.experiment_kwargs == {"removed_blocks": [1], "num_blocks": 4}
     a = _hidden_states(pruned, tokenizer, texts[:3])
     b = _hidden_states(reloaded, tokenizer, texts[:3])
     assert len(a) == len(b) == 4
@@ -225,6 +231,12 @@ def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_
     assert json.loads((saved / PRUNING_FILE).read_text())["removed_blocks"] == [2]
     plain = SentenceTransformer(str(saved), device="cpu")
     np.testing.assert_array_equal(plain.encode(texts), small)
+    from mteb_lrd import with_layer_dynamics
+
+    assert (
+        with_layer_dynamics(plain).mteb_model_meta.experiment_kwargs
+        == pruned.mteb_model_meta.experiment_kwargs
+    )
     again = PrunedModel.load(saved)
     assert again.mteb_model_meta.experiment_kwargs == pruned.mteb_model_meta.experiment_kwargs
     np.testing.assert_array_equal(again.model.encode(texts), small)
