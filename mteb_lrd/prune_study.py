@@ -32,6 +32,7 @@ from mteb_lrd.pruning import (
 from mteb_lrd.study_runtime import (
     StudyModel,
     load_study_model,
+    mteb_encoder,
     mteb_score,
     read_record,
     task_texts,
@@ -165,7 +166,6 @@ def measure_cell(
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell."""
-    from mteb_lrd import with_layer_dynamics
     from mteb_lrd.block_influence import block_influence
     from mteb_lrd.extraction import LayerExtractor
     from mteb_lrd.metrics import lrd, subsample
@@ -208,9 +208,7 @@ def measure_cell(
         if key in done:
             continue
         variant, scored = _pruned(model, list(blocks))
-        encoder = with_layer_dynamics(
-            scored, tokenizer=variant.tokenizer, name=model.name, max_length=model.max_length, per_layer=False
-        )
+        encoder = mteb_encoder(model, scored)
         score = mteb_score(encoder, task(), batch_size=batch_size)
         # Blocks of one stack cost the same: the speed-up depends on how many are removed, so it is
         # timed once per count and model (timing every variant would double the study's time).

@@ -27,6 +27,7 @@ from mteb_lrd.selection import (
 from mteb_lrd.study_runtime import (
     StudyModel,
     load_study_model,
+    mteb_encoder,
     mteb_score,
     read_record,
     task_texts,
@@ -59,7 +60,6 @@ def measure_cell(
     model: StudyModel, task: type, *, text_cap: int, seed: int, batch_size: int, lrd_kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell."""
-    from mteb_lrd import with_layer_dynamics
     from mteb_lrd.extraction import LayerExtractor
     from mteb_lrd.metrics import lrd, subsample
     from mteb_lrd.selection import alpha_req, rankme
@@ -84,9 +84,7 @@ def measure_cell(
     scores = dict(result.summary())
     scores["rankme"] = rankme(states[-1])
     scores["alpha_req"] = alpha_req(states[-1])
-    encoder = with_layer_dynamics(
-        model.model, tokenizer=model.tokenizer, name=model.name, max_length=model.max_length, per_layer=False
-    )
+    encoder = mteb_encoder(model)
     score = mteb_score(encoder, instance, batch_size=batch_size)
     return {
         "model": model.info(),

@@ -22,6 +22,7 @@ from mteb_lrd.panel import PANEL, prepare
 __all__ = [
     "StudyModel",
     "load_study_model",
+    "mteb_encoder",
     "mteb_score",
     "read_record",
     "task_texts",
@@ -115,6 +116,35 @@ def task_texts(task: Any) -> list[str]:
     for column in columns:
         texts.extend(str(t) for t in data[column])
     return list(dict.fromkeys(texts))
+
+
+def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
+    """The mteb encoder that scores ``model`` (or ``scored``, e.g. a pruned variant of it).
+
+    SentenceTransformers go through mteb's own wrapper (a ``PrunedModel`` from
+    :func:`mteb_lrd.prune` already is one); plain transformers models through the layer-dynamics
+    wrapper, the package's encoder for them, with its metrics cut to the minimum (the studies measure
+    the dynamics themselves, on the spec's texts).
+    """
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    from mteb_lrd import with_layer_dynamics
+
+    target = model.model if scored is None else scored
+    if hasattr(target, "mteb_model_meta"):
+        return target
+    if model.tokenizer is None:
+        return SentenceTransformerEncoderWrapper(target)
+    return with_layer_dynamics(
+        target,
+        tokenizer=model.tokenizer,
+        name=model.name,
+        max_length=model.max_length,
+        per_layer=False,
+        frenet_cap=3,
+        nrs_cap=3,
+        gfmi_cap=3,
+    )
 
 
 def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, Any]:
