@@ -203,6 +203,8 @@ def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], tasks: 
         avg = f"{np.mean([c['spearman'] for c in done]):.2f}" if done else "–"
         dims = f"{np.mean([c['mean_dimensions'] for c in done]):.0f}" if done else "–"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {avg} | {dims} |")
+    if any(t not in per_task for per_task in table.values() for t in tasks):
+        lines.append("\n– : not run (for DySem with L > 1: no translations of that task's texts)")
     return "\n".join(lines)
 
 

@@ -124,9 +124,11 @@ def dynamic_similarity(
         union = _sets_chunk(x[part], mx[part], k)
         union |= _sets_chunk(y[part], my[part], k)
         a = x[part] * union  # x restricted to the union (zero elsewhere)
-        dot = np.einsum("ij,ij->i", a, y[part]).astype(np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", a, x[part]).astype(np.float64))
-        norms *= np.sqrt(np.einsum("ij,ij->i", y[part] * union, y[part]).astype(np.float64))
+        # float64 accumulation: the same pair scores the same from float32 or float64 input, so
+        # exact ties (e.g. one-dimensional unions, cosine +-1) stay ties for the rank correlation
+        dot = np.einsum("ij,ij->i", a, y[part], dtype=np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", a, x[part], dtype=np.float64))
+        norms *= np.sqrt(np.einsum("ij,ij->i", y[part] * union, y[part], dtype=np.float64))
         ok = norms > _NORM_FLOOR
         sims[part] = np.where(ok, dot / np.where(ok, norms, 1.0), 0.0)
         sizes[part] = union.sum(axis=1)

@@ -73,5 +73,7 @@ def test_format_table_and_json(tmp_path):
     text = format_table(table, ["A", "B"])
     assert "| DySem | 80.00 | 70.00 | 75.00 | 200 |" in text
     assert "| dense | 75.00 | – | 75.00 | 896 |" in text
+    assert "not run" in text
+    assert "not run" not in format_table({"x": table["DySem"]}, ["A", "B"])
     write_json_atomic(tmp_path / "x.json", {"v": float("nan")})
     assert (tmp_path / "x.json").read_text().replace(" ", "").replace("\n", "") == '{"v":null}'
