@@ -29,6 +29,10 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _finite_or(value: Any, default: float) -> float:
+    return float(value) if value is not None and np.isfinite(value) else default
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
@@ -121,9 +125,9 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += ["", "## Correlation with the main score, over tasks", ""]
     order = sorted(
         summary,
-        key=lambda n: -(summary[n]["median_rho"] if np.isfinite(summary[n]["median_rho"] or np.nan) else -9),
+        key=lambda n: -_finite_or(summary[n]["median_rho"], -9.0),
     )
-    header = ["score", "tasks", "median ρ", "mean ρ", "median |ρ|", "p<.05", "p<.01", "+", "−"]
+    header = ["score", "tasks", "median ρ", "mean ρ", "median abs ρ", "p<.05", "p<.01", "+", "−"]
     keys = [
         "n_tasks",
         "median_rho",
@@ -138,7 +142,7 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += ["", "### Controls: partial Spearman ρ (median over tasks)", ""]
     partial = analysis["partial"]
     lines += _table(
-        ["score", "raw", *[f"| {c}" for c in partial]],
+        ["score", "raw", *[f"controlling {c}" for c in partial]],
         [
             [n, summary[n]["median_rho"], *[partial[c].get(n, {}).get("median_rho") for c in partial]]
             for n in headline
