@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
                 "mean pooling": lambda t: mean,
             }
         )
-    table = evaluate_models(models, task_classes, out / "results")
+    table = evaluate_models(models, task_classes, out / "results", batch_size=args.batch_size)
     text = format_table(table, tasks)
     print(text)
     stem = f"dysem-{model_path.name}"

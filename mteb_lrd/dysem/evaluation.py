@@ -155,6 +155,7 @@ def evaluate_models(
     models: Mapping[str, Callable[[str], Any]],
     tasks: Mapping[str, type],
     results_dir: str | os.PathLike[str] | None,
+    batch_size: int = 32,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Run ``mteb.evaluate`` for every (model, task); main score = the model's own similarity.
 
@@ -163,6 +164,7 @@ def evaluate_models(
             task, or ``None`` when the model cannot run it (e.g. no translations).
         tasks: ``{task label: task class}``.
         results_dir: MTEB result cache folder (results stored like any model's); ``None``: none.
+        batch_size: texts per forward pass (MTEB's ``encode_kwargs["batch_size"]``).
 
     Returns:
         ``{model label: {task label: {"spearman": x100, "mean_dimensions": #Dim}}}``.
@@ -182,6 +184,7 @@ def evaluate_models(
                 [model_similarity_task(task_cls())],
                 cache=cache,
                 overwrite_strategy="always",
+                encode_kwargs={"batch_size": batch_size},
                 co2_tracker=False,
                 show_progress_bar=False,
             )

@@ -98,9 +98,25 @@ class _ExtractorEncoder(ABC):
         prompt_type: Any = None,
         **kwargs: Any,
     ) -> np.ndarray:
-        """Encode an MTEB DataLoader (or a list of texts) for the task's source language."""
+        """Encode an MTEB DataLoader (or a list of texts) for the task's source language.
+
+        ``batch_size`` among the encode kwargs (MTEB always passes one) sets the texts per forward
+        pass for this call.
+        """
         eval_langs = getattr(task_metadata, "eval_langs", ["eng-Latn"])
-        return self.encode_texts(texts_of(inputs), source_language=language_of_task(eval_langs, hf_subset))
+        batch_size = kwargs.get("batch_size")
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ValueError(f"encode batch_size must be a positive integer, got {batch_size!r}")
+        configured = self.extractor.batch_size
+        self.extractor.batch_size = batch_size or configured
+        try:
+            return self.encode_texts(
+                texts_of(inputs), source_language=language_of_task(eval_langs, hf_subset)
+            )
+        finally:
+            self.extractor.batch_size = configured
 
     @abstractmethod
     def encode_texts(self, texts: Sequence[str], source_language: str = "en") -> np.ndarray:

@@ -125,3 +125,22 @@ def test_missing_translations_and_bad_settings_are_explained(extractor):
     ]:
         with pytest.raises(ValueError, match=message):
             DySemModel(extractor, **{"languages": ["en", "de"], **kwargs})
+
+
+def test_encode_honours_the_mteb_batch_size(tiny_model_dir, sts_task):
+    path = tiny_model_dir("qwen2")
+    fresh = RepresentationExtractor(path, load_tiny_tokenizer(path), batch_size=64, device="cpu")
+    mteb.evaluate(
+        prompteol_baseline(fresh),
+        [model_similarity_task(sts_task())],
+        cache=None,
+        encode_kwargs={"batch_size": 3},
+        co2_tracker=False,
+        show_progress_bar=False,
+    )
+    unique_1, unique_2 = (
+        len({a for a, _, _ in PAIRS}),
+        len({b for _, b, _ in PAIRS} - {a for a, _, _ in PAIRS}),
+    )
+    assert fresh.forward_batches == -(-unique_1 // 3) + -(-unique_2 // 3)
+    assert fresh.batch_size == 64  # restored after the call
