@@ -7,12 +7,17 @@ dimension index, so a set never has more than ``k`` members.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 __all__ = ["semantic_sets", "dynamic_similarity", "check_value_mask"]
 
 # Rows processed at once: bounds the temporaries (a few arrays of chunk x d) and keeps them in cache.
 _CHUNK_ROWS = 128
+# Worker threads for the chunks (the similarity is CPU-bound numpy code that releases the GIL).
+_THREADS = max(1, min(8, os.cpu_count() or 1))
 # The reference's guard: a pair whose norm product is at most this scores 0.
 _NORM_FLOOR = 1e-9
 
@@ -119,7 +124,8 @@ def dynamic_similarity(
     n = x.shape[0]
     sims = np.zeros(n, dtype=np.float64)
     sizes = np.zeros(n, dtype=np.int64)
-    for start in range(0, n, _CHUNK_ROWS):
+
+    def score(start: int) -> None:  # one chunk of rows, written into its own slice of the outputs
         part = slice(start, start + _CHUNK_ROWS)
         union = _sets_chunk(x[part], mx[part], k)
         union |= _sets_chunk(y[part], my[part], k)
@@ -132,4 +138,13 @@ def dynamic_similarity(
         ok = norms > _NORM_FLOOR
         sims[part] = np.where(ok, dot / np.where(ok, norms, 1.0), 0.0)
         sizes[part] = union.sum(axis=1)
+
+    starts = range(0, n, _CHUNK_ROWS)
+    if len(starts) > 1 and _THREADS > 1:
+        # numpy's sort and element-wise kernels release the GIL: chunks run on every core
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            list(pool.map(score, starts))
+    else:
+        for start in starts:
+            score(start)
     return sims, sizes
