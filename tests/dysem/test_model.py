@@ -144,3 +144,13 @@ def test_encode_honours_the_mteb_batch_size(tiny_model_dir, sts_task):
     )
     assert fresh.forward_batches == -(-unique_1 // 3) + -(-unique_2 // 3)
     assert fresh.batch_size == 64  # restored after the call
+
+
+def test_language_specific_prompts_reach_the_model(tiny_model_dir, corpus):
+    path = tiny_model_dir("llama")
+    fresh = RepresentationExtractor(path, load_tiny_tokenizer(path), device="cpu")
+    DySemModel(fresh, languages=["en", "de"], k=4, prompt="LP", translations=corpus).encode_texts(TEXTS[:4])
+    passes = fresh.forward_texts
+    fresh.extract(apply_prompt(DE[:4], "LP", "de"), ["attention"])  # the German prompt was the one used
+    fresh.extract(apply_prompt(TEXTS[:4], "LP", "en"), ["attention"])
+    assert fresh.forward_texts == passes == 8
