@@ -39,7 +39,7 @@ from mteb_lrd.study_runtime import (
     write_record,
 )
 
-__all__ = ["BUDGETS", "METHODS", "choose_blocks", "run_prune_study"]
+__all__ = ["BUDGETS", "METHODS", "choose_blocks", "measure_speedup", "run_prune_study"]
 
 BUDGETS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20, 0.25)
 RANDOM_SEEDS: tuple[int, ...] = (0, 1, 2)
@@ -102,28 +102,39 @@ def choose_blocks(
     return choices
 
 
-def _encode_seconds(model: StudyModel, texts: list[str], batch_size: int) -> float:
-    """Best of two timed encodes of ``texts`` (the speed-up measure)."""
+def _encode_once(model: StudyModel, texts: list[str], batch_size: int) -> float:
     import torch
 
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        with torch.no_grad():
-            if model.tokenizer is None:
-                model.model.encode(texts, batch_size=batch_size, show_progress_bar=False)
-            else:
-                for i in range(0, len(texts), batch_size):
-                    enc = model.tokenizer(
-                        texts[i : i + batch_size],
-                        padding=True,
-                        truncation=True,
-                        max_length=model.max_length,
-                        return_tensors="pt",
-                    )
-                    model.model(**{k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")})
-        best = min(best, time.perf_counter() - start)
-    return best
+    start = time.perf_counter()
+    with torch.no_grad():
+        if model.tokenizer is None:
+            model.model.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        else:
+            for i in range(0, len(texts), batch_size):
+                enc = model.tokenizer(
+                    texts[i : i + batch_size],
+                    padding=True,
+                    truncation=True,
+                    max_length=model.max_length,
+                    return_tensors="pt",
+                )
+                model.model(**{k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")})
+    return time.perf_counter() - start
+
+
+def measure_speedup(
+    base: StudyModel, pruned: StudyModel, texts: list[str], batch_size: int, rounds: int = 3
+) -> float:
+    """Encode speed-up of ``pruned`` over ``base``: best-of-``rounds`` times, measured interleaved.
+
+    Interleaving (base, pruned, base, pruned, ...) keeps both under the same machine load, which
+    matters on a shared machine where the load drifts within minutes.
+    """
+    base_times, pruned_times = [], []
+    for _ in range(rounds):
+        base_times.append(_encode_once(base, texts, batch_size))
+        pruned_times.append(_encode_once(pruned, texts, batch_size))
+    return min(base_times) / min(pruned_times)
 
 
 def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
@@ -213,8 +224,10 @@ def measure_cell(
         # Blocks of one stack cost the same: the speed-up depends on how many are removed, so it is
         # timed once per count and model (timing every variant would double the study's time).
         if len(blocks) not in speed_cache:
-            speed_cache[len(blocks)] = _encode_seconds(variant, speed_sample, batch_size)
-        done[key] = {"main_score": score["main_score"], "encode_seconds": speed_cache[len(blocks)]}
+            speed_cache[len(blocks)] = (
+                measure_speedup(model, variant, speed_sample, batch_size) if blocks else 1.0
+            )
+        done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
         write_record(partial_path, {"variants": done})
         say(f"  blocks [{key}] → {score['main_score']:.4f}")
     base = done[""]
@@ -222,7 +235,7 @@ def measure_cell(
         variant = done[",".join(map(str, choice["blocks"]))]
         choice["main_score"] = variant["main_score"]
         choice["delta"] = variant["main_score"] - base["main_score"]
-        choice["speedup"] = base["encode_seconds"] / variant["encode_seconds"]
+        choice["speedup"] = variant["speedup"]
     return {
         "model": model.info(),
         "task": task.metadata.name,
