@@ -27,6 +27,12 @@ _EXPORTS: dict[str, str] = {
     "with_layer_dynamics": "mteb_lrd.evaluator",
     "prune": "mteb_lrd.surgery",
     "skip_blocks": "mteb_lrd.surgery",
+    "PrunedModel": "mteb_lrd.surgery",
+    "choose_blocks": "mteb_lrd.surgery",
+    "local_task": "mteb_lrd.tasks",
+    "sts_tasks": "mteb_lrd.tasks",
+    "demo_task": "mteb_lrd.tasks",
+    "write_report": "mteb_lrd.report",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -52,4 +58,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
-    from mteb_lrd.surgery import prune, skip_blocks  # noqa: F401
+    from mteb_lrd.report import write_report  # noqa: F401
+    from mteb_lrd.surgery import PrunedModel, choose_blocks, prune, skip_blocks  # noqa: F401
+    from mteb_lrd.tasks import demo_task, local_task, sts_tasks  # noqa: F401
