@@ -34,7 +34,7 @@ from mteb_lrd.study_runtime import (
     write_record,
 )
 
-__all__ = ["HEADLINE_SCORES", "analyse_selection", "run_selection_study"]
+__all__ = ["HEADLINE_SCORES", "analyse_selection", "load_records", "measure_cell", "run_selection_study"]
 
 HEADLINE_SCORES: tuple[str, ...] = (
     "frenet_d0L",
