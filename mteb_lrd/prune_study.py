@@ -39,7 +39,15 @@ from mteb_lrd.study_runtime import (
     write_record,
 )
 
-__all__ = ["BUDGETS", "METHODS", "RANDOM_SEEDS", "choose_blocks", "measure_cell", "measure_speedup", "run_prune_study"]
+__all__ = [
+    "BUDGETS",
+    "METHODS",
+    "RANDOM_SEEDS",
+    "choose_blocks",
+    "measure_cell",
+    "measure_speedup",
+    "run_prune_study",
+]
 
 BUDGETS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20, 0.25)
 RANDOM_SEEDS: tuple[int, ...] = (0, 1, 2)
