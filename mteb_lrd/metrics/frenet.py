@@ -26,22 +26,28 @@ __all__ = [
 
 
 def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigen-decomposition of ``X̃ᵀX̃`` for each layer, descending: ``(S² (…, d), V (…, d, d))``.
+    """Principal directions of each layer's centred rows, descending: ``(S² (…, m), V (…, d, m))``.
 
-    The right singular vectors of the centred data are the eigenvectors of its scatter matrix;
-    float64 keeps them as accurate as a direct SVD at a fraction of the cost (d×d, not N×d).
+    With ``N >= d``: the eigen-decomposition of the d×d scatter ``X̃ᵀX̃`` (``m = d``, a complete
+    basis). With ``N < d``: the thin SVD of the N×d centred rows (``m = N``; the other directions
+    carry no variance and the rank never reaches them). float64 either way.
     """
     layers = x.reshape((-1,) + x.shape[-2:])
-    eigvals = np.empty((layers.shape[0], x.shape[-1]))
-    eigvecs = np.empty((layers.shape[0], x.shape[-1], x.shape[-1]))
+    n, d = layers.shape[1:]
+    m = d if n >= d else n
+    eigvals = np.empty((layers.shape[0], m))
+    eigvecs = np.empty((layers.shape[0], d, m))
     for i, layer in enumerate(layers):  # one layer at a time bounds the float64 copy
         centred = layer.astype(np.float64)
         centred -= centred.mean(axis=0)
-        eigvals[i], eigvecs[i] = np.linalg.eigh(centred.T @ centred)
+        if n >= d:
+            values, vectors = np.linalg.eigh(centred.T @ centred)
+            eigvals[i], eigvecs[i] = values[::-1], vectors[:, ::-1]
+        else:
+            _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+            eigvals[i], eigvecs[i] = singular**2, vt.T
     shape = x.shape[:-2]
-    return np.clip(eigvals[:, ::-1], 0.0, None).reshape(shape + (-1,)), eigvecs[:, :, ::-1].reshape(
-        shape + eigvecs.shape[1:]
-    )
+    return np.clip(eigvals, 0.0, None).reshape(shape + (m,)), eigvecs.reshape(shape + (d, m))
 
 
 def _rank_from_spectrum(s2: np.ndarray, var_threshold: float, n: int, d: int) -> int:
@@ -181,8 +187,9 @@ def _subspace_distance(v: np.ndarray, r: int, a: slice, b: slice) -> np.ndarray:
     The non-zero principal angles of two r-dimensional subspaces equal those of their
     (d−r)-dimensional orthogonal complements, so the smaller side is used (exactly the same value).
     """
-    d = v.shape[-1]
-    basis = v[..., :r] if r <= d - r else v[..., r:]
+    d, m = v.shape[-2:]
+    # The complement needs the complete basis (m = d); with N < d the rank is below N = m anyway.
+    basis = v[..., r:] if m == d and r > d - r else v[..., :r]
     return grassmann_distance(basis[a], basis[b])
 
 

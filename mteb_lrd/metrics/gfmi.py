@@ -27,18 +27,30 @@ __all__ = [
 DEFAULT_PERCENTILES = np.linspace(5.0, 95.0, 20)
 
 
+def _compact(labels: np.ndarray) -> np.ndarray:
+    """Labels as small non-negative integers; component labels (already ``0..c-1``) pass through."""
+    labels = np.asarray(labels)
+    if (
+        np.issubdtype(labels.dtype, np.integer)
+        and labels.size
+        and labels.min() >= 0
+        and labels.max() < labels.size
+    ):
+        return labels.astype(np.int64, copy=False)
+    return np.unique(labels, return_inverse=True)[1].astype(np.int64).ravel()
+
+
 def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
     """Plug-in mutual information (natural log) of two labelings of the same items.
 
     Equal to ``sklearn.metrics.mutual_info_score(a, b)``; the contingency table is built from
     sorted label-pair codes, so its cost does not grow with the number of labels squared.
     """
-    a = np.unique(a, return_inverse=True)[1].astype(np.int64)
-    b = np.unique(b, return_inverse=True)[1].astype(np.int64)
-    n = a.size
-    pairs, n_ij = np.unique(a * (b.max() + 1) + b, return_counts=True)
-    n_i = np.bincount(a)[pairs // (b.max() + 1)]
-    n_j = np.bincount(b)[pairs % (b.max() + 1)]
+    a, b = _compact(a), _compact(b)
+    n, width = a.size, int(b.max()) + 1
+    pairs, n_ij = np.unique(a * width + b, return_counts=True)
+    n_i = np.bincount(a)[pairs // width]
+    n_j = np.bincount(b)[pairs % width]
     mi = np.sum(n_ij / n * (np.log(n_ij) + np.log(n) - np.log(n_i) - np.log(n_j)))
     return max(float(mi), 0.0)
 

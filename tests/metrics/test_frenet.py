@@ -9,7 +9,7 @@ import pytest
 
 from mteb_lrd import frenet
 from mteb_lrd.metrics import grassmann_distance, menger_curvature
-from tests.metrics.reference import ref_frenet, ref_frenet_summary
+from tests.metrics.reference import random_states, ref_frenet, ref_frenet_summary
 
 TOL = 1e-6
 
@@ -122,3 +122,18 @@ def test_two_layers_have_no_curvature(states):
     summary = result.summary()
     assert math.isnan(summary["mean_curvature"]) and math.isnan(summary["peak_curvature_depth"])
     assert summary["d0L"] == pytest.approx(result.speed[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("rank", [None, 3, 20])
+def test_fewer_texts_than_dimensions_matches_reference_svd(rank):
+    """N < d takes the thin-SVD route (no d×d decomposition); N ≥ d with r > d/2 the complement route."""
+    wide = random_states(n_layers=5, n=30, d=64, seed=4, decay=0.9)
+    ours, ref = frenet(wide, rank=rank), ref_frenet(wide, rank=rank)
+    assert ours.rank == ref["rank"] and ours.rank <= 29
+    np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
+    np.testing.assert_allclose(ours.curvature, ref["curvature"], atol=TOL)
+    assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
+    tall = random_states(n_layers=4, n=80, d=12, seed=5, decay=0.95)
+    ours, ref = frenet(tall, rank=9), ref_frenet(tall, rank=9)  # 9 > 12 - 9: complements are compared
+    np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
+    assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
