@@ -15,6 +15,7 @@ import importlib
 import logging
 import warnings
 import weakref
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,9 @@ def layer_dynamics(states: np.ndarray, options: LayerDynamicsOptions, info: dict
         ``summary`` (``frenet_d0L`` first), N used per metric, caps, seed and ``n_dropped`` (rows with
         NaN / Inf / zero vectors at some layer, excluded).
     """
-    from mteb_lrd.metrics import LRDResult, frenet, gfmi, nrs, subsample, to_jsonable
+    from mteb_lrd.metrics import to_jsonable
+    from mteb_lrd.pipeline import Caps, MetricParams
+    from mteb_lrd.pipeline import layer_dynamics as compute
 
     with np.errstate(invalid="ignore", over="ignore"):
         valid = (np.isfinite(states).all(axis=2) & (np.abs(states).sum(axis=2) > 0)).all(axis=0)
@@ -71,28 +74,20 @@ def layer_dynamics(states: np.ndarray, options: LayerDynamicsOptions, info: dict
     if n < 4:
         record["error"] = f"{n} usable texts: the metrics need at least 4"
         return to_jsonable(record)
-    caps = {"frenet": options.frenet_cap, "nrs": options.nrs_cap, "gfmi": options.gfmi_cap}
-    index = {metric: subsample(n, cap, options.seed) for metric, cap in caps.items()}
-    nrs_k = min(options.nrs_k, index["nrs"].size - 1)
-    gfmi_k = min(options.gfmi_k, index["gfmi"].size - 1)
-    result = LRDResult(
-        frenet(x[:, index["frenet"]], rank=options.rank, var_threshold=options.var_threshold),
-        nrs(x[:, index["nrs"]], k=nrs_k, n_anchors=options.n_anchors, seed=options.seed),
-        gfmi(x[:, index["gfmi"]], k=gfmi_k),
-        n,
-        0,
-        {
-            "rank": options.rank,
-            "var_threshold": options.var_threshold,
-            "nrs_k": nrs_k,
-            "n_anchors": options.n_anchors,
-            "gfmi_k": gfmi_k,
-            "seed": options.seed,
-        },  # fmt: skip
-    ).to_dict()
+    caps = Caps(frenet=options.frenet_cap, nrs=options.nrs_cap, gfmi=options.gfmi_cap)
+    index = caps.rows(n, options.seed)
+    params = MetricParams(  # k's clamped to N-1 on tiny tasks
+        rank=options.rank,
+        var_threshold=options.var_threshold,
+        nrs_k=min(options.nrs_k, index["nrs"].size - 1),
+        n_anchors=options.n_anchors,
+        gfmi_k=min(options.gfmi_k, index["gfmi"].size - 1),
+    )
+    # One shared kNN search per layer when the three sub-samples coincide (N below every cap).
+    result = compute(x, caps, options.seed, params).to_dict()
     result.pop("n_dropped")
     record.update(result)
-    record.update({"caps": caps, "n_used": {metric: int(idx.size) for metric, idx in index.items()}})
+    record.update({"caps": asdict(caps), "n_used": {metric: int(idx.size) for metric, idx in index.items()}})
     return to_jsonable(record)
 
 
