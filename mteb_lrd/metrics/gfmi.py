@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from mteb_lrd.metrics.knn import knn, resolve_backend
@@ -55,6 +55,14 @@ def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
     return max(float(mi), 0.0)
 
 
+def _edge_distance(
+    distances: np.ndarray, neighbours: np.ndarray, source: np.ndarray, target: np.ndarray
+) -> np.ndarray:
+    """Exact stored distance of each directed edge ``source → target`` (inf where it is not stored)."""
+    stored = neighbours[source] == target[:, None]
+    return np.where(stored, distances[source], np.inf).min(axis=1, initial=np.inf)
+
+
 def filtration_components(
     distances: np.ndarray, neighbours: np.ndarray, percentiles: np.ndarray
 ) -> np.ndarray:
@@ -71,19 +79,19 @@ def filtration_components(
 
     The components of the graph cut at τ are those of its minimum spanning forest cut at τ
     (Kruskal), so the N·k-edge graph is reduced once to at most N−1 edges and every threshold is
-    cut from those. The forest is built on edge *ranks*, so zero distances (duplicate texts) stay
-    edges and each kept edge carries its exact original distance.
+    cut from those, each forest edge with its exact distance (the smaller of its two directions,
+    as "either direction" symmetrises).
     """
     n, k = distances.shape
     flat = distances.ravel()
     thresholds = np.percentile(flat, percentiles)
-    order = np.argsort(flat, kind="stable")
-    rank = np.empty(flat.size, dtype=np.float64)
-    rank[order] = np.arange(1, flat.size + 1)
-    rows = np.repeat(np.arange(n), k)
-    graph = coo_matrix((rank, (rows, neighbours.ravel())), shape=(n, n)).tocsr()
+    # Weights shifted by +1 keep the order and keep zero distances (duplicates) as stored edges.
+    graph = csr_matrix((flat + 1.0, neighbours.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
     forest = minimum_spanning_tree(graph).tocoo()
-    forest_distance = flat[order[forest.data.astype(np.int64) - 1]]
+    forest_distance = np.minimum(
+        _edge_distance(distances, neighbours, forest.row, forest.col),
+        _edge_distance(distances, neighbours, forest.col, forest.row),
+    )
     labels = np.empty((len(thresholds), n), dtype=np.int64)
     for j, tau in enumerate(thresholds):  # one small forest per percentile (P ≈ 20), not per sample
         keep = forest_distance <= tau
