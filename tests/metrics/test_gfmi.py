@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import mutual_info_score
 
 from mteb_lrd import gfmi
 from mteb_lrd.metrics import mutual_information
-from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES
+from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES, linear_percentiles
 from tests.metrics.reference import normalise, ref_components, ref_gfmi, ref_gfmi_summary
 
 TOL = 1e-6
@@ -118,3 +120,14 @@ def test_gfmi_rejects_bad_parameters(states, bad):
 def test_gfmi_needs_more_rows_than_k(states):
     with pytest.raises(ValueError, match="at least 31 valid rows"):
         gfmi(states[:, :30], k=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.floats(-2, 2, allow_nan=False, width=32), min_size=1, max_size=300),
+    percentiles=st.lists(st.floats(0, 100), min_size=1, max_size=25),
+)
+def test_linear_percentiles_equal_numpy_bit_for_bit(values, percentiles):
+    x = np.asarray(values, dtype=np.float64)
+    p = np.sort(np.asarray(percentiles))
+    assert np.array_equal(linear_percentiles(x, p), np.percentile(x, p))
