@@ -251,3 +251,15 @@ def ref_gfmi_summary(ref: dict) -> dict[str, float]:
         "last_auc": auc[-1],
         "mean_peak_mi": _mean(ref["peak_mi"]),
     }
+
+
+def assert_summary_equal(ours: dict, ref: dict, tol: float = 1e-6) -> None:
+    """Same keys; every value equal to ``tol`` (NaN where the reference is NaN)."""
+    import pytest
+
+    assert set(ours) == set(ref)
+    for key, value in ref.items():
+        if math.isnan(value):
+            assert math.isnan(ours[key]), key
+        else:
+            assert ours[key] == pytest.approx(value, abs=tol), key

@@ -9,18 +9,9 @@ import pytest
 
 from mteb_lrd import frenet
 from mteb_lrd.metrics import grassmann_distance, menger_curvature
-from tests.metrics.reference import random_states, ref_frenet, ref_frenet_summary
+from tests.metrics.reference import assert_summary_equal, random_states, ref_frenet, ref_frenet_summary
 
 TOL = 1e-6
-
-
-def _assert_summary_equal(ours: dict, ref: dict) -> None:
-    assert set(ours) == set(ref)
-    for key, value in ref.items():
-        if math.isnan(value):
-            assert math.isnan(ours[key]), key
-        else:
-            assert ours[key] == pytest.approx(value, abs=TOL), key
 
 
 @pytest.mark.parametrize("fixture", ["states", "deep_states"])
@@ -34,7 +25,7 @@ def test_frenet_matches_reference_svd(request, fixture):
     assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
     assert ours.speed.shape == (x.shape[0] - 1,) and ours.curvature.shape == (x.shape[0] - 2,)
     assert (ours.n_used, ours.n_dropped) == (x.shape[1], 0)
-    _assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
+    assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
 
 
 @pytest.mark.parametrize("rank", [2, 3, 7])
@@ -44,7 +35,7 @@ def test_frenet_fixed_rank_matches_reference(states, rank):
     np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
     np.testing.assert_allclose(ours.curvature, ref["curvature"], atol=TOL)
     assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
-    _assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
+    assert_summary_equal(ours.summary(), ref_frenet_summary(ref))
 
 
 def test_var_threshold_changes_rank(states):

@@ -10,18 +10,9 @@ import pytest
 from mteb_lrd import nrs
 from mteb_lrd.metrics import jaccard_retention
 from mteb_lrd.metrics.nrs import anchor_ids
-from tests.metrics.reference import ref_anchors, ref_nrs, ref_nrs_summary
+from tests.metrics.reference import assert_summary_equal, ref_anchors, ref_nrs, ref_nrs_summary
 
 TOL = 1e-6
-
-
-def _assert_summary_equal(ours: dict, ref: dict) -> None:
-    assert set(ours) == set(ref)
-    for key, value in ref.items():
-        if math.isnan(value):
-            assert math.isnan(ours[key]), key
-        else:
-            assert ours[key] == pytest.approx(value, abs=TOL), key
 
 
 @pytest.mark.parametrize("backend", ["numpy", "faiss-cpu"])
@@ -37,7 +28,7 @@ def test_nrs_matches_reference_sets(request, fixture, k, n_anchors, backend):
     np.testing.assert_allclose(ours.jaccard, ref["jaccard"], atol=TOL)
     assert ours.first_last == pytest.approx(ref["first_last"], abs=TOL)
     assert 0 < ours.jaccard.min() and ours.jaccard.max() < 1  # the fixture is not trivial
-    _assert_summary_equal(ours.summary(), ref_nrs_summary(ref))
+    assert_summary_equal(ours.summary(), ref_nrs_summary(ref))
 
 
 def test_anchor_rule_is_the_references():
