@@ -26,6 +26,7 @@ from mteb_lrd.selection import (
 )
 from mteb_lrd.study_runtime import (
     StudyModel,
+    load_records,
     load_study_model,
     mteb_encoder,
     mteb_score,
@@ -161,11 +162,6 @@ def run_selection_study(
             write_record(_record_path(out, model.name, task_name), record)
             say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
     return out
-
-
-def load_records(out_dir: str | Path) -> list[dict[str, Any]]:
-    """Every cell record of a study folder."""
-    return [read_record(p) for p in sorted(Path(out_dir).glob("records/*/*.json"))]  # type: ignore[misc]
 
 
 def analyse_selection(records: Sequence[Mapping[str, Any]], *, min_models: int = 4) -> dict[str, Any]:

@@ -23,6 +23,7 @@ __all__ = [
     "StudyModel",
     "load_study_model",
     "mteb_encoder",
+    "load_records",
     "mteb_score",
     "read_record",
     "task_texts",
@@ -180,6 +181,13 @@ def write_record(path: Path, payload: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(to_jsonable(payload), indent=1))
     os.replace(tmp, path)
+
+
+def load_records(out_dir: str | Path) -> list[dict[str, Any]]:
+    """Every finished cell record of a study folder (``records/<model>/<task>.json``; the
+    ``.partial.json`` files of unfinished cells are skipped)."""
+    paths = sorted(Path(out_dir).glob("records/*/*.json"))
+    return [read_record(p) for p in paths if not p.name.endswith(".partial.json")]  # type: ignore[misc]
 
 
 def read_record(path: Path) -> dict[str, Any] | None:

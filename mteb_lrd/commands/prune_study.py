@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune-study``; returns the exit code."""
     from mteb_lrd.prune_study import run_prune_study
     from mteb_lrd.study_report import analyse_pruning, write_prune_report
-    from mteb_lrd.study_runtime import read_record, write_record
+    from mteb_lrd.study_runtime import load_records, write_record
 
     out = Path(args.out)
     try:
@@ -78,9 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    records = [
-        read_record(p) for p in sorted(out.glob("records/*/*.json")) if not p.name.endswith(".partial.json")
-    ]
+    records = load_records(out)
     if not records:
         print(f"error: no records in {out}/records", file=sys.stderr)
         return 2
