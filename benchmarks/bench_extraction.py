@@ -23,8 +23,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from mteb_lrd.extraction import LayerExtractor  # noqa: E402
-from mteb_lrd.pooling import pool  # noqa: E402
+from mteb_lrd.extraction.extractor import LayerExtractor  # noqa: E402
+from mteb_lrd.extraction.pooling import pool  # noqa: E402
 
 
 def rerun(extractor: LayerExtractor, texts: list[str], layers_per_pass: int) -> tuple[np.ndarray, int]:

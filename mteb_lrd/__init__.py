@@ -21,17 +21,17 @@ _EXPORTS: dict[str, str] = {
     "GFMIResult": "mteb_lrd.metrics.gfmi",
     "lrd": "mteb_lrd.metrics.lrd",
     "LRDResult": "mteb_lrd.metrics.lrd",
-    "LayerStates": "mteb_lrd.extraction",
-    "LayerExtractor": "mteb_lrd.extraction",
-    "extract_layer_states": "mteb_lrd.extraction",
-    "with_layer_dynamics": "mteb_lrd.evaluator",
-    "prune": "mteb_lrd.surgery",
-    "skip_blocks": "mteb_lrd.surgery",
-    "PrunedModel": "mteb_lrd.surgery",
-    "choose_blocks": "mteb_lrd.surgery",
-    "local_task": "mteb_lrd.tasks",
-    "sts_tasks": "mteb_lrd.tasks",
-    "demo_task": "mteb_lrd.tasks",
+    "LayerStates": "mteb_lrd.extraction.extractor",
+    "LayerExtractor": "mteb_lrd.extraction.extractor",
+    "extract_layer_states": "mteb_lrd.extraction.extractor",
+    "with_layer_dynamics": "mteb_lrd.integration.wrapper",
+    "prune": "mteb_lrd.pruning.surgery",
+    "skip_blocks": "mteb_lrd.pruning.surgery",
+    "PrunedModel": "mteb_lrd.pruning.surgery",
+    "choose_blocks": "mteb_lrd.pruning.surgery",
+    "local_task": "mteb_lrd.integration.local_tasks",
+    "sts_tasks": "mteb_lrd.integration.local_tasks",
+    "demo_task": "mteb_lrd.integration.local_tasks",
     "write_report": "mteb_lrd.report",
 }
 
@@ -52,12 +52,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mteb_lrd.evaluator import with_layer_dynamics  # noqa: F401
-    from mteb_lrd.extraction import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
+    from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
+    from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
     from mteb_lrd.report import write_report  # noqa: F401
-    from mteb_lrd.surgery import PrunedModel, choose_blocks, prune, skip_blocks  # noqa: F401
-    from mteb_lrd.tasks import demo_task, local_task, sts_tasks  # noqa: F401
+    from mteb_lrd.pruning.surgery import PrunedModel, choose_blocks, prune, skip_blocks  # noqa: F401
+    from mteb_lrd.integration.local_tasks import demo_task, local_task, sts_tasks  # noqa: F401

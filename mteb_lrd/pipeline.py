@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.extraction import LayerExtractor, LayerStates
+from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates
 from mteb_lrd.metrics.frenet import frenet
 from mteb_lrd.metrics.gfmi import gfmi
 from mteb_lrd.metrics.lrd import LRDResult, lrd

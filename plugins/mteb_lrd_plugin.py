@@ -28,8 +28,8 @@ def load_wrapped(
     Results keep the base model's name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``),
     so they sit next to plain runs of the same model.
     """
-    from mteb_lrd.commands._resolve import load_for_mteb
-    from mteb_lrd.evaluator import with_layer_dynamics
+    from mteb_lrd.cli.resolve import load_for_mteb
+    from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     spec = model_name.removeprefix(MODEL_PREFIX)
     name, model, tokenizer = load_for_mteb(spec, device=device)
@@ -38,7 +38,7 @@ def load_wrapped(
 
 def _model_names() -> list[str]:
     try:
-        from mteb_lrd.panel import PANEL
+        from mteb_lrd.studies.panel import PANEL
     except ImportError:  # pragma: no cover - the panel ships with the package
         PANEL = {}
     return ["default", *PANEL]
@@ -51,8 +51,8 @@ def register() -> list[str]:
     from mteb.models import ModelMeta
     from mteb.models.model_implementations import MODEL_REGISTRY
 
-    from mteb_lrd.augmentation import install
-    from mteb_lrd.tasks import demo_task, register_tasks, sts_tasks
+    from mteb_lrd.integration.augmentation import install
+    from mteb_lrd.integration.local_tasks import demo_task, register_tasks, sts_tasks
 
     install()
     names = register_tasks([*sts_tasks().values(), demo_task()])

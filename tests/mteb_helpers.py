@@ -1,8 +1,8 @@
-"""In-memory MTEB tasks for the integration tests (built with mteb_lrd.tasks.make_task)."""
+"""In-memory MTEB tasks for the integration tests (built with mteb_lrd.integration.local_tasks.make_task)."""
 
 from __future__ import annotations
 
-from mteb_lrd.tasks import make_task
+from mteb_lrd.integration.local_tasks import make_task
 from tests.tiny_models import TEXTS
 
 __all__ = ["classification_task", "pair_task", "retrieval_task", "sts_task"]

@@ -12,7 +12,7 @@ from transformers import (
     XLMRobertaConfig,
 )
 
-from mteb_lrd.architectures import UnsupportedArchitectureError, locate
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from mteb_lrd.cache import ArrayCache, atomic_write_text, content_key
+from mteb_lrd.extraction.cache import ArrayCache, atomic_write_text, content_key
 
 
 def test_round_trip_and_missing(tmp_path):
@@ -35,7 +35,7 @@ def test_tampered_entry_is_reported_removed_and_missing(tmp_path, caplog):
     with zipfile.ZipFile(cache.path("key1"), "w") as out:
         out.writestr("a.npy", data)
         out.writestr("__sha256__.npy", digest)
-    with caplog.at_level(logging.WARNING, logger="mteb_lrd.cache"):
+    with caplog.at_level(logging.WARNING, logger="mteb_lrd.extraction.cache"):
         assert cache.load("key1") is None
     assert "corrupt" in caplog.text and "digest" in caplog.text
     assert not cache.path("key1").exists()

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mteb_lrd.results import load_variants
+from mteb_lrd.integration.results import load_variants
 
 COMMANDS = ("run", "prune", "report")
 
@@ -17,7 +17,7 @@ def _cli(argv):
     parser = argparse.ArgumentParser(prog="mteb-lrd")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"mteb_lrd.commands.{name}").register(subparsers)
+        importlib.import_module(f"mteb_lrd.cli.{name}").register(subparsers)
     args = parser.parse_args([str(a) for a in argv])
     return args.func(args)
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mteb_lrd.cli import main
-from mteb_lrd.commands.profile import read_texts
+from mteb_lrd.cli.profile import read_texts
 
 
 def test_profile_end_to_end(tiny_st_dir, texts, tmp_path, capsys):

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from mteb_lrd.architectures import UnsupportedArchitectureError
-from mteb_lrd.extraction import LayerExtractor, extract_layer_states
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError
+from mteb_lrd.extraction.extractor import LayerExtractor, extract_layer_states
 from tests.tiny_models import DECODERS, ENCODERS, load_tiny_tokenizer
 
 
@@ -158,7 +158,7 @@ def test_corrupt_cache_is_detected_and_rebuilt(damage, tiny_model_dir, texts, tm
     victim.write_bytes(bytes(blob))
     extractor = LayerExtractor(str(path), load_tiny_tokenizer(path), **kwargs)
     counter = ForwardCounter(extractor.loaded.model)
-    with caplog.at_level(logging.WARNING, logger="mteb_lrd.cache"):
+    with caplog.at_level(logging.WARNING, logger="mteb_lrd.extraction.cache"):
         again = extractor.extract(texts)
     assert "corrupt" in caplog.text
     assert counter.calls == 2  # the damaged shard (8 texts, batches of 4) was recomputed

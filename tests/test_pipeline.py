@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mteb_lrd import frenet, gfmi, lrd, nrs
-from mteb_lrd.extraction import LayerExtractor
+from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.metrics.states import subsample
 from mteb_lrd.pipeline import Caps, MetricParams, layer_dynamics, profile_texts
 from tests.tiny_models import load_tiny_tokenizer

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoModel, AutoModelForCausalLM
 
-from mteb_lrd.surgery import PRUNING_FILE, prune, skip_blocks, validate_blocks
+from mteb_lrd.pruning.surgery import PRUNING_FILE, prune, skip_blocks, validate_blocks
 from tests.tiny_models import DECODERS, load_tiny_tokenizer
 
 
@@ -29,7 +29,7 @@ def _hidden_states(model, tokenizer, texts):
 
 def _manual_forward_without(model, tokenizer, texts, removed, kind):
     """Reference: run the kept blocks by hand via forward hooks that swap a block's output for its input."""
-    from mteb_lrd.architectures import locate
+    from mteb_lrd.extraction.architectures import locate
 
     blocks = locate(model).blocks
     handles = []
@@ -53,7 +53,7 @@ def test_prune_removes_blocks_and_keeps_config_consistent(kind, tiny_model_dir, 
     model = _load(kind, path)
     tokenizer = load_tiny_tokenizer(path)
     pruned = prune(model, [1, 3])
-    from mteb_lrd.architectures import locate
+    from mteb_lrd.extraction.architectures import locate
 
     located = locate(pruned)
     assert located.num_blocks == 3
@@ -133,7 +133,7 @@ def test_skip_blocks_restores_model(tiny_model_dir, texts):
     assert model.config.num_hidden_layers == 4 and len(after) == 5
     np.testing.assert_array_equal(before[-1], after[-1])
     assert not np.allclose(before[-1], during[-1])
-    from mteb_lrd.architectures import locate
+    from mteb_lrd.extraction.architectures import locate
 
     assert [b.self_attn.layer_idx for b in locate(model).blocks] == [0, 1, 2, 3]
 
@@ -193,7 +193,7 @@ def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_
     import mteb
     from sentence_transformers import SentenceTransformer
 
-    from mteb_lrd.surgery import PrunedModel
+    from mteb_lrd.pruning.surgery import PrunedModel
     from tests.mteb_helpers import sts_task
 
     model = SentenceTransformer(str(tiny_st_dir), device="cpu")

@@ -107,7 +107,7 @@ def _model_path(name: str) -> Path:
     path = Path(name)
     if path.exists():
         return path
-    from mteb_lrd.panel import PANEL, prepare
+    from mteb_lrd.studies.panel import PANEL, prepare
 
     if name in PANEL:
         return prepare(name)
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
-    from mteb_lrd.tasks import shared_sts_dir
+    from mteb_lrd.integration.local_tasks import shared_sts_dir
 
     started = time.monotonic()
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]

@@ -96,7 +96,7 @@ def sts_task(
         ``-sample<n>`` when sub-sampled, so its results never pass for the full set's.
     """
     from mteb_lrd.dysem.languages import LANGUAGES
-    from mteb_lrd.tasks import make_task
+    from mteb_lrd.integration.local_tasks import make_task
 
     if name not in STS_TASKS:
         raise ValueError(f"unknown STS task {name!r}; available: {', '.join(STS_TASKS)}")

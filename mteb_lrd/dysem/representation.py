@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from mteb_lrd.architectures import UnsupportedArchitectureError, locate
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.dysem.store import VectorStore, content_key
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]

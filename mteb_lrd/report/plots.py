@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mteb_lrd.results import ModelVariant
+from mteb_lrd.integration.results import ModelVariant
 
 __all__ = ["PANELS", "plot_profiles"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.results import ModelVariant
+from mteb_lrd.integration.results import ModelVariant
 
 __all__ = ["LRD_COLUMNS", "Leaderboard", "leaderboard", "to_markdown"]
 
@@ -51,7 +51,7 @@ def leaderboard(
     """Build the leaderboard.
 
     Args:
-        variants: from :func:`mteb_lrd.results.load_variants`.
+        variants: from :func:`mteb_lrd.integration.results.load_variants`.
         tasks: task columns, in order; default: every task seen, sorted.
         lrd_columns: ``{summary key: column title}``; default :data:`LRD_COLUMNS`.
 

@@ -21,7 +21,7 @@ from mteb_lrd.dysem import (
     prompteol_baseline,
 )
 from mteb_lrd.dysem.prompts import apply_prompt
-from mteb_lrd.tasks import make_task
+from mteb_lrd.integration.local_tasks import make_task
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
 # "German" and "French" stand-ins the tiny vocabulary can read: other sentences of the same list.

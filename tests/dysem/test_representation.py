@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForCausalLM
 
-from mteb_lrd.architectures import UnsupportedArchitectureError, locate
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.dysem.representation import Component, RepresentationExtractor
 from tests.tiny_models import load_tiny_tokenizer
 

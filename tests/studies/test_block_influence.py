@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from mteb_lrd.block_influence import block_influence, block_influence_sums
-from mteb_lrd.pruning import angular_distance_matrix
+from mteb_lrd.pruning.block_influence import block_influence, block_influence_sums
+from mteb_lrd.pruning.rules import angular_distance_matrix
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
 

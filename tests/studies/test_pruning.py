@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mteb_lrd.pruning import (
+from mteb_lrd.pruning.rules import (
     angular_distance_layers,
     blocks_for,
     candidate_ids,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mteb_lrd.selection import (
+from mteb_lrd.studies.selection_analysis import (
     alpha_req,
     correlate_per_task,
     leave_one_family_out,
@@ -15,7 +15,7 @@ from mteb_lrd.selection import (
     rankme,
     summarise_tasks,
 )
-from mteb_lrd.statistics import Correlation
+from mteb_lrd.studies.statistics import Correlation
 
 MODELS = {
     "a": {"params": 1e6, "dim": 64, "family": "F1"},

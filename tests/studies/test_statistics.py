@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from mteb_lrd.statistics import bootstrap_ci, partial_spearman, spearman, wilcoxon_paired
+from mteb_lrd.studies.statistics import bootstrap_ci, partial_spearman, spearman, wilcoxon_paired
 
 X = np.array([0.1, 0.4, 0.35, 0.8, 0.6, 0.9, 0.2])
 Y = np.array([1.0, 2.5, 2.0, 3.9, 4.1, 3.0, 0.5])

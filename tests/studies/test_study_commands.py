@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mteb_lrd.study_runtime import StudyModel, load_study_model
+from mteb_lrd.studies.runner import StudyModel, load_study_model
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
 PAIRS = [
@@ -20,7 +20,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def tiny_task():
-    from mteb_lrd.tasks import make_task
+    from mteb_lrd.integration.local_tasks import make_task
 
     return make_task("STS", "TinySTS", lambda: {"default": {"test": PAIRS}})
 
@@ -31,8 +31,8 @@ def _decoder(tiny_model_dir, kind: str, layers: int) -> StudyModel:
 
 
 def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
-    from mteb_lrd.selection_study import analyse_selection, load_records, run_selection_study
-    from mteb_lrd.study_report import write_selection_report
+    from mteb_lrd.studies.selection import analyse_selection, load_records, run_selection_study
+    from mteb_lrd.report.studies import write_selection_report
 
     models = [load_study_model(str(tiny_st_dir))] + [
         _decoder(tiny_model_dir, k, 4) for k in ("llama", "qwen2", "gpt2")
@@ -74,9 +74,9 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
 
 
 def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
-    from mteb_lrd.prune_study import METHODS, run_prune_study
-    from mteb_lrd.study_report import analyse_pruning, write_prune_report
-    from mteb_lrd.study_runtime import read_record
+    from mteb_lrd.studies.pruning import METHODS, run_prune_study
+    from mteb_lrd.report.studies import analyse_pruning, write_prune_report
+    from mteb_lrd.studies.runner import read_record
 
     model = _decoder(tiny_model_dir, "llama", 8)
     model.name = "tiny-llama-8"

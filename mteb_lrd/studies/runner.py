@@ -1,6 +1,6 @@
 """What both studies share: loading models, a task's texts, one MTEB score, resumable JSON records.
 
-A study model is a panel name (:mod:`mteb_lrd.panel`) or a local folder: a SentenceTransformer
+A study model is a panel name (:mod:`mteb_lrd.studies.panel`) or a local folder: a SentenceTransformer
 folder, or a transformers decoder / encoder folder (loaded as the base model: hidden states need
 no task head). Scores come from ``mteb.evaluate`` through the layer-dynamics wrapper
 (:func:`mteb_lrd.with_layer_dynamics`), which is also the encoder for plain decoders.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.panel import PANEL, prepare
+from mteb_lrd.studies.panel import PANEL, prepare
 
 __all__ = [
     "StudyModel",
@@ -39,7 +39,7 @@ class StudyModel:
         name: panel name or folder name.
         model: a SentenceTransformer or a transformers base model.
         tokenizer: the tokenizer of a plain transformers model (``None`` for SentenceTransformers).
-        family / params / dim / layers / kind: as in :class:`mteb_lrd.panel.PanelModel`.
+        family / params / dim / layers / kind: as in :class:`mteb_lrd.studies.panel.PanelModel`.
         max_length: token truncation applied everywhere (SentenceTransformers: their
             ``max_seq_length`` is lowered to it).
     """
@@ -75,7 +75,7 @@ def load_study_model(
     Raises:
         ValueError: when ``spec`` is neither a panel name nor an existing folder.
     """
-    from mteb_lrd.architectures import locate
+    from mteb_lrd.extraction.architectures import locate
 
     entry = PANEL.get(spec)
     path = prepare(spec, cache_dir) if entry is not None else Path(spec)

@@ -23,7 +23,7 @@ Full size on a GPU: --max-pairs 0 --max-train 0 --max-test 0 --text-cap 1000.
 
 def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int, default_test: int) -> None:
     """Task-set options shared by ``select`` and ``prune-study``."""
-    from mteb_lrd.study_tasks import CLASSIFICATION_TASKS, STS_TASKS
+    from mteb_lrd.studies.tasks import CLASSIFICATION_TASKS, STS_TASKS
 
     names = [*STS_TASKS, *CLASSIFICATION_TASKS]
     parser.add_argument(
@@ -57,7 +57,7 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
 
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
-    from mteb_lrd.study_tasks import study_tasks
+    from mteb_lrd.studies.tasks import study_tasks
 
     return study_tasks(
         args.tasks,
@@ -71,7 +71,7 @@ def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``select`` subcommand."""
-    from mteb_lrd.panel import PANEL
+    from mteb_lrd.studies.panel import PANEL
 
     parser = subparsers.add_parser(
         "select",
@@ -96,9 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd select``; returns the exit code."""
-    from mteb_lrd.selection_study import HEADLINE_SCORES, analyse_selection, load_records, run_selection_study
-    from mteb_lrd.study_report import write_selection_report
-    from mteb_lrd.study_runtime import write_record
+    from mteb_lrd.studies.selection import HEADLINE_SCORES, analyse_selection, load_records, run_selection_study
+    from mteb_lrd.report.studies import write_selection_report
+    from mteb_lrd.studies.runner import write_record
 
     out = Path(args.out)
     try:

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from mteb_lrd.panel import PANEL, PanelError, default_cache_dir, is_prepared, prepare
+from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_prepared, prepare
 
 __all__ = ["register", "run"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import nn
 
-from mteb_lrd.architectures import locate, unwrap_transformers_model
+from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
 
 __all__ = [
     "PRUNING_CONFIG_KEY",
@@ -290,9 +290,9 @@ def choose_blocks(
     Raises:
         ValueError: for an unknown rule, a bad budget, too few layers or texts.
     """
-    from mteb_lrd.extraction import extract_layer_states
+    from mteb_lrd.extraction.extractor import extract_layer_states
     from mteb_lrd.metrics import frenet, gfmi, nrs, subsample
-    from mteb_lrd.pruning import RULES, blocks_for, rule_scores, select_layers
+    from mteb_lrd.pruning.rules import RULES, blocks_for, rule_scores, select_layers
 
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mteb_lrd.loading import is_sentence_transformer, load_model, resolve_device
+from mteb_lrd.extraction.loading import is_sentence_transformer, load_model, resolve_device
 
 __all__ = ["block_influence", "block_influence_sums"]
 

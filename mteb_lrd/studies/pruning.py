@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.pruning import (
+from mteb_lrd.pruning.rules import (
     RULES,
     angular_distance_layers,
     angular_distance_matrix,
@@ -29,7 +29,7 @@ from mteb_lrd.pruning import (
     rule_scores,
     select_layers,
 )
-from mteb_lrd.study_runtime import (
+from mteb_lrd.studies.runner import (
     StudyModel,
     load_study_model,
     mteb_encoder,
@@ -148,7 +148,7 @@ def measure_speedup(
 def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
     """The pruned model (for timing) and what mteb scores: B's ``PrunedModel`` wrapper for a
     SentenceTransformer (experiment metadata included), the pruned transformers model otherwise."""
-    from mteb_lrd.surgery import prune
+    from mteb_lrd.pruning.surgery import prune
 
     if not blocks:
         return model, model.model
@@ -185,8 +185,8 @@ def measure_cell(
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell."""
-    from mteb_lrd.block_influence import block_influence
-    from mteb_lrd.extraction import LayerExtractor
+    from mteb_lrd.pruning.block_influence import block_influence
+    from mteb_lrd.extraction.extractor import LayerExtractor
     from mteb_lrd.metrics import lrd, subsample
 
     instance = task()

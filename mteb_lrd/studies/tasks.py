@@ -1,7 +1,7 @@
 """The studies' task set: sub-sampled shared STS sets and two offline classification tasks.
 
 Everything is written as JSON-lines folders under a data directory (``$MTEB_LRD_HOME/study-data``
-by default, never the repository) and turned into MTEB tasks with :func:`mteb_lrd.tasks.local_task`.
+by default, never the repository) and turned into MTEB tasks with :func:`mteb_lrd.integration.local_tasks.local_task`.
 Sub-samples use ``RandomState(seed).choice(n, cap, replace=False)`` with sorted indices (the spec's
 rule), so every model sees the same texts. Only test/eval rows and, for classification, train rows
 are used; nothing is tuned on them.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mteb_lrd.panel import distribution_file, ensure_distribution
+from mteb_lrd.studies.panel import distribution_file, ensure_distribution
 
 __all__ = [
     "CLASSIFICATION_TASKS",
@@ -126,7 +126,7 @@ def study_tasks(
     Args:
         names: task names from :data:`STS_TASKS` and :data:`CLASSIFICATION_TASKS`; ``None`` = all.
         data_dir: where the sub-sampled folders are written; default :func:`default_data_dir`.
-        sts_dir: the shared STS folder; default :func:`mteb_lrd.tasks.shared_sts_dir`.
+        sts_dir: the shared STS folder; default :func:`mteb_lrd.integration.local_tasks.shared_sts_dir`.
         max_pairs: STS pairs per task (``None`` = all).
         max_train / max_test: classification rows per split (``None`` = all).
         seed: sub-sampling seed.
@@ -139,7 +139,7 @@ def study_tasks(
     Raises:
         ValueError: unknown task names, a missing STS folder, or a cap < 1.
     """
-    from mteb_lrd.tasks import local_task, shared_sts_dir
+    from mteb_lrd.integration.local_tasks import local_task, shared_sts_dir
 
     known = {**STS_TASKS, **CLASSIFICATION_TASKS}
     wanted = list(known) if names is None else list(names)

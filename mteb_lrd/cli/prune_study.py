@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mteb_lrd.commands.select import add_study_task_arguments, build_study_tasks
+from mteb_lrd.cli.select import add_study_task_arguments, build_study_tasks
 
 __all__ = ["register", "run"]
 
@@ -56,9 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune-study``; returns the exit code."""
-    from mteb_lrd.prune_study import run_prune_study
-    from mteb_lrd.study_report import analyse_pruning, write_prune_report
-    from mteb_lrd.study_runtime import load_records, write_record
+    from mteb_lrd.studies.pruning import run_prune_study
+    from mteb_lrd.report.studies import analyse_pruning, write_prune_report
+    from mteb_lrd.studies.runner import load_records, write_record
 
     out = Path(args.out)
     try:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.evaluator import _DOCUMENT_TYPES, SUPPORTED_TASK_TYPES, LayerDynamicsOptions, _model_class
+from mteb_lrd.integration.wrapper import _DOCUMENT_TYPES, SUPPORTED_TASK_TYPES, LayerDynamicsOptions, _model_class
 
 __all__ = ["LAYER_KEYS", "augment_scores", "install", "layer_dynamics", "per_layer_scores", "track"]
 

@@ -7,7 +7,7 @@ import sys
 
 from tqdm.auto import tqdm
 
-from mteb_lrd.commands._resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
+from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 
 __all__ = ["add_lrd_options", "lrd_options", "register", "run"]
 
@@ -74,7 +74,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     """Run one model on ``tasks`` with the wrapper; returns mteb's task results."""
     import mteb
 
-    from mteb_lrd.evaluator import with_layer_dynamics
+    from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     name, model, tokenizer = load_for_mteb(spec, device=args.device)
     wrapped = with_layer_dynamics(model, tokenizer=tokenizer, device=args.device, **options)

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from mteb_lrd.cache import ArrayCache, content_key
-from mteb_lrd.loading import LoadedModel, load_model, resolve_device, resolve_dtype
-from mteb_lrd.pooling import POOLINGS, pool
+from mteb_lrd.extraction.cache import ArrayCache, content_key
+from mteb_lrd.extraction.loading import LoadedModel, load_model, resolve_device, resolve_dtype
+from mteb_lrd.extraction.pooling import POOLINGS, pool
 
 __all__ = [
     "FINAL_NORMS",

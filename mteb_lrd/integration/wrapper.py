@@ -4,7 +4,7 @@ the LRD profiles of the texts it encoded, and the task's main score at every lay
 ``with_layer_dynamics(model)`` returns an mteb encoder. Its ``encode`` runs the model once per batch
 with all hidden states (:class:`~mteb_lrd.extraction.LayerExtractor`), returns the model's own
 embeddings (so the ordinary scores are those of a plain run) and keeps the pooled vector of every
-layer keyed by ``(prompt, text)``. After each task subset, :mod:`mteb_lrd.augmentation` adds
+layer keyed by ``(prompt, text)``. After each task subset, :mod:`mteb_lrd.integration.augmentation` adds
 ``layer_dynamics`` and ``per_layer`` to the subset's scores; ``per_layer`` re-runs the task's own
 evaluator on a :class:`LayerView`, which serves layer ``l`` from those vectors (no forward pass).
 """
@@ -128,7 +128,7 @@ def build_layer_dynamics_model(base_class: type) -> type:
             from mteb.models import ModelMeta, SentenceTransformerEncoderWrapper
             from sentence_transformers import SentenceTransformer
 
-            from mteb_lrd.extraction import LayerExtractor
+            from mteb_lrd.extraction.extractor import LayerExtractor
 
             inner = model
             if isinstance(model, SentenceTransformer):
@@ -166,7 +166,7 @@ def build_layer_dynamics_model(base_class: type) -> type:
         def mteb_model_meta(self, meta: Any) -> None:
             # mteb's ModelMeta.load_model replaces the meta after loading: keep tracking it so cached
             # results of this meta are still checked for the layer keys.
-            from mteb_lrd.augmentation import track
+            from mteb_lrd.integration.augmentation import track
 
             self._meta = meta
             track(self)
@@ -210,7 +210,7 @@ def build_layer_dynamics_model(base_class: type) -> type:
         def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
                    prompt_type: Any = None, **kwargs: Any) -> np.ndarray:  # fmt: skip
             """One forward pass per batch; returns the model's own embeddings, keeps every layer."""
-            from mteb_lrd.augmentation import install
+            from mteb_lrd.integration.augmentation import install
 
             install()
             texts = _texts(inputs)
@@ -333,7 +333,7 @@ def with_layer_dynamics(
         >>> wrapped = with_layer_dynamics(SentenceTransformer("all-MiniLM-L6-v2"))
         >>> mteb.evaluate(wrapped, mteb.get_tasks(tasks=["STSBenchmark"]))
     """
-    from mteb_lrd.augmentation import install
+    from mteb_lrd.integration.augmentation import install
 
     unknown = sorted(set(options) - set(LayerDynamicsOptions.__dataclass_fields__))
     if unknown:

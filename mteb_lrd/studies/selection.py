@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.selection import (
+from mteb_lrd.studies.selection_analysis import (
     CONTROLS,
     correlate_per_task,
     leave_one_family_out,
@@ -24,7 +24,7 @@ from mteb_lrd.selection import (
     partial_per_task,
     summarise_tasks,
 )
-from mteb_lrd.study_runtime import (
+from mteb_lrd.studies.runner import (
     StudyModel,
     load_records,
     load_study_model,
@@ -61,9 +61,9 @@ def measure_cell(
     model: StudyModel, task: type, *, text_cap: int, seed: int, batch_size: int, lrd_kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell."""
-    from mteb_lrd.extraction import LayerExtractor
+    from mteb_lrd.extraction.extractor import LayerExtractor
     from mteb_lrd.metrics import lrd, subsample
-    from mteb_lrd.selection import alpha_req, rankme
+    from mteb_lrd.studies.selection_analysis import alpha_req, rankme
 
     instance = task()
     texts = task_texts(instance)
@@ -123,7 +123,7 @@ def run_selection_study(
 
     Args:
         models: panel names, model folders or loaded :class:`StudyModel` objects.
-        tasks: ``{name: task class}`` (e.g. from :func:`mteb_lrd.study_tasks.study_tasks`).
+        tasks: ``{name: task class}`` (e.g. from :func:`mteb_lrd.studies.tasks.study_tasks`).
         out_dir: the study folder (records, then the report).
         text_cap: at most this many texts per task for the LRD metrics and RankMe / α-ReQ.
         seed: sub-sampling / anchor seed.

@@ -24,7 +24,7 @@ def resolve_model_path(spec: str) -> tuple[str, Path]:
     if path.is_dir():
         return path.resolve().name, path
     try:
-        from mteb_lrd.panel import PANEL, prepare
+        from mteb_lrd.studies.panel import PANEL, prepare
     except ImportError:  # pragma: no cover - the panel ships with the package
         PANEL, prepare = {}, None
     if spec in PANEL:
@@ -36,15 +36,15 @@ def resolve_model_path(spec: str) -> tuple[str, Path]:
 def load_for_mteb(spec: str, device: str | None = None) -> tuple[str, Any, Any]:
     """Load a model for mteb: ``(name, model, tokenizer)``.
 
-    A folder saved by :meth:`mteb_lrd.surgery.PrunedModel.save` loads as that pruned model (its
+    A folder saved by :meth:`mteb_lrd.pruning.surgery.PrunedModel.save` loads as that pruned model (its
     results go to an mteb experiment folder); a SentenceTransformer folder as a SentenceTransformer;
     anything else as a transformers model (decoders with their causal-LM head) plus its tokenizer.
     """
-    from mteb_lrd.surgery import PRUNING_FILE
+    from mteb_lrd.pruning.surgery import PRUNING_FILE
 
     name, path = resolve_model_path(spec)
     if (path / PRUNING_FILE).is_file():
-        from mteb_lrd.surgery import PrunedModel
+        from mteb_lrd.pruning.surgery import PrunedModel
 
         pruned = PrunedModel.load(path, device=device)
         return pruned.mteb_model_meta.name, pruned, None
@@ -75,7 +75,7 @@ def resolve_tasks(names: list[str], local: list[str]) -> list[Any]:
     """
     import mteb
 
-    from mteb_lrd.tasks import demo_task, local_task, register_tasks, sts_tasks
+    from mteb_lrd.integration.local_tasks import demo_task, local_task, register_tasks, sts_tasks
 
     shared = sts_tasks()
     register_tasks([*shared.values(), demo_task()])

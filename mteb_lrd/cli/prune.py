@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mteb_lrd.commands._resolve import DEFAULT_MODEL, load_for_mteb
-from mteb_lrd.commands.run import add_lrd_options, evaluate_model, lrd_options, print_summary
+from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb
+from mteb_lrd.cli.run import add_lrd_options, evaluate_model, lrd_options, print_summary
 
 __all__ = ["parse_blocks", "register", "run"]
 
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune``; returns the exit code."""
-    from mteb_lrd.surgery import choose_blocks, prune
+    from mteb_lrd.pruning.surgery import choose_blocks, prune
 
     if (args.blocks is None) == (args.rule is None):
         raise ValueError("give either --blocks or --rule with --budget")
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if tokenizer is not None:
         raise ValueError("prune saves SentenceTransformer folders; give a SentenceTransformer model")
     if args.rule is not None:
-        from mteb_lrd.commands.profile import read_texts
+        from mteb_lrd.cli.profile import read_texts
         from mteb_lrd.defaults import demo_texts
 
         texts = read_texts(Path(args.texts)) if args.texts else demo_texts()
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     folder = pruned.save(args.output)
     print(f"removed blocks {pruned.removed_blocks} of {pruned.num_blocks}; saved to {folder}")
     if args.task or args.local_task:
-        from mteb_lrd.commands._resolve import resolve_tasks
+        from mteb_lrd.cli.resolve import resolve_tasks
 
         tasks = resolve_tasks(args.task, args.local_task)
         print_summary(str(folder), evaluate_model(str(folder), tasks, args, options))

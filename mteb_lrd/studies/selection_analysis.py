@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mteb_lrd.statistics import Correlation, partial_spearman, spearman
+from mteb_lrd.studies.statistics import Correlation, partial_spearman, spearman
 
 __all__ = [
     "CONTROLS",

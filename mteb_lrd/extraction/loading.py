@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from mteb_lrd.architectures import LocatedArchitecture, locate
+from mteb_lrd.extraction.architectures import LocatedArchitecture, locate
 
 __all__ = ["LoadedModel", "load_model", "resolve_device", "resolve_dtype", "is_sentence_transformer"]
 

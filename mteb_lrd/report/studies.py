@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.statistics import bootstrap_ci, wilcoxon_paired
+from mteb_lrd.studies.statistics import bootstrap_ci, wilcoxon_paired
 
 __all__ = ["analyse_pruning", "write_prune_report", "write_selection_report"]
 
