@@ -25,10 +25,10 @@ _EXPORTS: dict[str, str] = {
     "LayerExtractor": "mteb_lrd.extraction.extractor",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
-    "prune": "mteb_lrd.pruning.surgery",
+    "prune": "mteb_lrd.pruning.pruned",
     "skip_blocks": "mteb_lrd.pruning.surgery",
-    "PrunedModel": "mteb_lrd.pruning.surgery",
-    "choose_blocks": "mteb_lrd.pruning.surgery",
+    "PrunedModel": "mteb_lrd.pruning.pruned",
+    "choose_blocks": "mteb_lrd.pruning.choose",
     "local_task": "mteb_lrd.integration.local_tasks",
     "sts_tasks": "mteb_lrd.integration.local_tasks",
     "demo_task": "mteb_lrd.integration.local_tasks",
@@ -52,12 +52,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
+    from mteb_lrd.integration.local_tasks import demo_task, local_task, sts_tasks  # noqa: F401
+    from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
+    from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
+    from mteb_lrd.pruning.pruned import PrunedModel, prune  # noqa: F401
+    from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import write_report  # noqa: F401
-    from mteb_lrd.pruning.surgery import PrunedModel, choose_blocks, prune, skip_blocks  # noqa: F401
-    from mteb_lrd.integration.local_tasks import demo_task, local_task, sts_tasks  # noqa: F401

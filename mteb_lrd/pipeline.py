@@ -13,40 +13,9 @@ from mteb_lrd.metrics.frenet import frenet
 from mteb_lrd.metrics.gfmi import gfmi
 from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.nrs import nrs
-from mteb_lrd.metrics.states import subsample
+from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
 
-__all__ = ["Caps", "MetricParams", "LayerDynamics", "layer_dynamics", "profile_texts"]
-
-
-@dataclass(frozen=True)
-class Caps:
-    """Most texts each family uses (the reference's caps); ``None`` = no cap."""
-
-    frenet: int | None = 1000
-    nrs: int | None = 1000
-    gfmi: int | None = 5000
-
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if value is not None and (not isinstance(value, int) or value < 2):
-                raise ValueError(f"cap {name} must be an integer >= 2 or None; got {value!r}")
-
-    def rows(self, n: int, seed: int) -> dict[str, np.ndarray]:
-        """Each family's sorted sub-sample of ``range(n)``."""
-        return {name: subsample(n, cap, seed) for name, cap in asdict(self).items()}
-
-
-@dataclass(frozen=True)
-class MetricParams:
-    """The metrics' parameters (spec defaults)."""
-
-    rank: int | None = None
-    var_threshold: float = 0.95
-    nrs_k: int = 20
-    n_anchors: int = 500
-    gfmi_k: int = 30
-    percentiles: tuple[float, ...] | None = None
-    backend: str = "auto"
+__all__ = ["Caps", "LayerDynamics", "MetricParams", "layer_dynamics", "profile_texts"]
 
 
 @dataclass(frozen=True)
@@ -71,8 +40,9 @@ class LayerDynamics:
 
 
 def _dynamics_on_rows(
-    states: np.ndarray, rows: dict[str, np.ndarray], seed: int, p: MetricParams
+    states: np.ndarray, rows: dict[str, np.ndarray], seed: int, params: MetricParams
 ) -> LRDResult:
+    p = params.clamped(rows["nrs"].size, rows["gfmi"].size)
     if np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"]):
         return lrd(
             states[:, rows["frenet"]],
@@ -99,12 +69,16 @@ def _dynamics_on_rows(
 
 
 def layer_dynamics(
-    states: np.ndarray, caps: Caps = Caps(), seed: int = 42, params: MetricParams = MetricParams()
+    states: np.ndarray,
+    caps: Caps = DEFAULT_CAPS,
+    seed: int = DEFAULT_SEED,
+    params: MetricParams = DEFAULT_PARAMS,
 ) -> LRDResult:
     """LRD of ``states`` ``(L+1, N, d)`` with each family on its own seeded sub-sample.
 
     When the three sub-samples coincide (``N`` at most every cap) one :func:`~mteb_lrd.lrd` call
-    shares the kNN search; otherwise each family runs on its own rows.
+    shares the kNN search; otherwise each family runs on its own rows. Neighbourhood sizes are
+    clamped to ``N - 1`` of each family's sample (recorded in ``result.params``).
     """
     return _dynamics_on_rows(states, caps.rows(states.shape[1], seed), seed, params)
 
@@ -113,10 +87,10 @@ def profile_texts(
     extractor: LayerExtractor,
     texts: Sequence[str],
     *,
-    caps: Caps = Caps(),
-    seed: int = 42,
+    caps: Caps = DEFAULT_CAPS,
+    seed: int = DEFAULT_SEED,
     prompt: str | None = None,
-    params: MetricParams = MetricParams(),
+    params: MetricParams = DEFAULT_PARAMS,
 ) -> tuple[LayerDynamics, LayerStates]:
     """Extract only the texts some family samples, then compute their layer dynamics.
 

@@ -18,9 +18,9 @@ def states():
 
 
 def test_caps_validation():
-    with pytest.raises(ValueError, match="cap nrs"):
+    with pytest.raises(ValueError, match="nrs_cap"):
         Caps(nrs=1)
-    with pytest.raises(ValueError, match="cap gfmi"):
+    with pytest.raises(ValueError, match="gfmi_cap"):
         Caps(gfmi=2.5)
 
 

@@ -52,9 +52,9 @@ def test_plugin_loader_wraps_a_folder(tiny_st_dir, texts):
         import mteb_lrd_plugin
     finally:
         sys.path.remove(str(PLUGINS))
-    from mteb_lrd.integration.wrapper import _model_class
+    from mteb_lrd.integration.wrapper import LayerDynamicsModel
 
     wrapped = mteb_lrd_plugin.load_wrapped(f"mteb-lrd/{tiny_st_dir}", device="cpu")
-    assert isinstance(wrapped, _model_class())
+    assert isinstance(wrapped, LayerDynamicsModel)
     states = wrapped.extractor.extract(texts)
     assert states.states.shape[0] == 5 and np.isfinite(states.embeddings).all()

@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mteb_lrd.report import leaderboard, to_markdown, write_report
 from mteb_lrd.integration.results import load_variants
+from mteb_lrd.report import leaderboard, to_markdown, write_report
 
 
 def _task_file(folder, task, rows, meta):

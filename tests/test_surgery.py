@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoModel, AutoModelForCausalLM
 
-from mteb_lrd.pruning.surgery import PRUNING_FILE, prune, skip_blocks, validate_blocks
+from mteb_lrd.pruning.pruned import prune
+from mteb_lrd.pruning.surgery import PRUNING_FILE, skip_blocks, validate_blocks
 from tests.tiny_models import DECODERS, load_tiny_tokenizer
 
 
@@ -193,7 +194,7 @@ def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_
     import mteb
     from sentence_transformers import SentenceTransformer
 
-    from mteb_lrd.pruning.surgery import PrunedModel
+    from mteb_lrd.pruning.pruned import PrunedModel
     from tests.mteb_helpers import sts_task
 
     model = SentenceTransformer(str(tiny_st_dir), device="cpu")

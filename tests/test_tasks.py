@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mteb_lrd.integration.local_tasks import TASK_TYPES, demo_task, local_task, make_task, register_tasks, sts_tasks
+from mteb_lrd.integration.local_tasks import (
+    TASK_TYPES,
+    demo_task,
+    local_task,
+    make_task,
+    register_tasks,
+    sts_tasks,
+)
 
 
 def _write(path, rows):

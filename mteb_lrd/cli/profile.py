@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from mteb_lrd.extraction.cache import atomic_write_text
 from mteb_lrd.defaults import default_model_path, demo_texts
+from mteb_lrd.extraction.cache import atomic_write_text
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
 

@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune``; returns the exit code."""
-    from mteb_lrd.pruning.surgery import choose_blocks, prune
+    from mteb_lrd.pruning.choose import choose_blocks
+    from mteb_lrd.pruning.pruned import prune
 
     if (args.blocks is None) == (args.rule is None):
         raise ValueError("give either --blocks or --rule with --budget")

@@ -56,8 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune-study``; returns the exit code."""
+    from mteb_lrd.report.studies import write_prune_report
     from mteb_lrd.studies.pruning import run_prune_study
-    from mteb_lrd.report.studies import analyse_pruning, write_prune_report
+    from mteb_lrd.studies.pruning_analysis import analyse_pruning
     from mteb_lrd.studies.runner import load_records, write_record
 
     out = Path(args.out)

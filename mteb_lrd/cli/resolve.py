@@ -44,7 +44,7 @@ def load_for_mteb(spec: str, device: str | None = None) -> tuple[str, Any, Any]:
 
     name, path = resolve_model_path(spec)
     if (path / PRUNING_FILE).is_file():
-        from mteb_lrd.pruning.surgery import PrunedModel
+        from mteb_lrd.pruning.pruned import PrunedModel
 
         pruned = PrunedModel.load(path, device=device)
         return pruned.mteb_model_meta.name, pruned, None

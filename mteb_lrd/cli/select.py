@@ -96,9 +96,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd select``; returns the exit code."""
-    from mteb_lrd.studies.selection import HEADLINE_SCORES, analyse_selection, load_records, run_selection_study
     from mteb_lrd.report.studies import write_selection_report
-    from mteb_lrd.studies.runner import write_record
+    from mteb_lrd.studies.runner import load_records, write_record
+    from mteb_lrd.studies.selection import HEADLINE_SCORES, run_selection_study
+    from mteb_lrd.studies.selection_analysis import analyse_selection
 
     out = Path(args.out)
     try:

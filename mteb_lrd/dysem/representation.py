@@ -21,8 +21,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.dysem.store import VectorStore, content_key
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 

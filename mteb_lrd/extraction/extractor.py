@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache, content_key
 from mteb_lrd.extraction.loading import LoadedModel, load_model, resolve_device, resolve_dtype
 from mteb_lrd.extraction.pooling import POOLINGS, pool
@@ -254,7 +255,7 @@ class LayerExtractor:
     def _length_order(self, texts: list[str]) -> np.ndarray:
         # The SentenceTransformer's own order makes our batches — and so its embeddings — identical
         # to those of ``encode``.
-        length = getattr(self.loaded.model, "_input_length", None) if self.is_sentence_transformer else None
+        length = _compat.input_length(self.loaded.model) if self.is_sentence_transformer else None
         return np.argsort([-(length(t) if length else len(t)) for t in texts])
 
     def _cache_key(self, sorted_texts: list[str], prompt: str | None) -> str:

@@ -8,10 +8,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from mteb_lrd.integration.results import load_variants
 from mteb_lrd.report.html import render_html
 from mteb_lrd.report.plots import plot_profiles
 from mteb_lrd.report.tables import LRD_COLUMNS, Leaderboard, leaderboard, to_markdown
-from mteb_lrd.integration.results import load_variants
 
 __all__ = [
     "LRD_COLUMNS",

@@ -17,24 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from mteb_lrd.pruning.rules import (
-    RULES,
-    angular_distance_layers,
-    angular_distance_matrix,
-    blocks_for,
-    last_k_layers,
-    random_layers,
-    rule_scores,
-    select_layers,
-)
+from mteb_lrd.pruning.choose import BUDGETS, RANDOM_SEEDS, method_choices
+from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, rule_scores
 from mteb_lrd.studies.runner import (
     StudyModel,
-    load_study_model,
     mteb_encoder,
     mteb_score,
+    profile_cell,
     read_record,
+    record_path,
+    run_cells,
     task_texts,
     write_record,
 )
@@ -43,71 +35,16 @@ __all__ = [
     "BUDGETS",
     "METHODS",
     "RANDOM_SEEDS",
-    "choose_blocks",
     "measure_cell",
     "measure_speedup",
     "run_prune_study",
 ]
 
-BUDGETS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20, 0.25)
-RANDOM_SEEDS: tuple[int, ...] = (0, 1, 2)
 METHODS: tuple[str, ...] = (*RULES, "random", "last-k", "shortgpt", "angular")
 
 
 def _say(message: str) -> None:
     print(f"[mteb-lrd prune-study] {message}", file=sys.stderr, flush=True)
-
-
-def _block_influence_scores(influence: np.ndarray, mapping: str) -> np.ndarray:
-    """Per-id prunability from ShortGPT block influence: minus the BI of the block the id maps to."""
-    num_blocks = influence.size
-    scores = np.full(num_blocks + 1, -np.inf)
-    if mapping == "reference":
-        scores[:num_blocks] = -influence
-    else:
-        scores[1:] = -influence
-    low = np.min(scores[np.isfinite(scores)]) - 1.0
-    return np.where(np.isfinite(scores), scores, low)  # the unmapped end id is never preferred
-
-
-def choose_blocks(
-    rules: Mapping[str, np.ndarray],
-    influence: np.ndarray,
-    angular: np.ndarray,
-    *,
-    budgets: Sequence[float] = BUDGETS,
-    protect: int = 3,
-    mapping: str = "reference",
-    random_seeds: Sequence[int] = RANDOM_SEEDS,
-) -> list[dict[str, Any]]:
-    """Every method's choice at every budget.
-
-    Args:
-        rules: output of :func:`mteb_lrd.pruning.rule_scores` (L+1 scores per rule).
-        influence: ``(L,)`` ShortGPT block influence.
-        angular: ``(L+1, L+1)`` angular-distance matrix.
-        budgets / protect / mapping / random_seeds: the study settings.
-
-    Returns:
-        ``[{"method", "seed", "budget", "ids", "blocks"}, ...]``; the angular baseline removes the
-        contiguous blocks ``l*..l*+n-1`` (Gromov et al.'s definition) whatever the mapping.
-    """
-    num_states = influence.size + 1
-    bi_scores = _block_influence_scores(np.asarray(influence, dtype=np.float64), mapping)
-    choices = []
-    for budget in budgets:
-        picks: list[tuple[str, int | None, list[int]]] = [
-            (rule, None, select_layers(rules[rule], budget, protect)) for rule in RULES
-        ]
-        picks += [("random", seed, random_layers(num_states, budget, seed, protect)) for seed in random_seeds]
-        picks.append(("last-k", None, last_k_layers(num_states, budget, protect)))
-        picks.append(("shortgpt", None, select_layers(bi_scores, budget, protect)))
-        for method, seed, ids in picks:
-            blocks = blocks_for(ids, mapping)  # type: ignore[arg-type]
-            choices.append({"method": method, "seed": seed, "budget": budget, "ids": ids, "blocks": blocks})
-        ids = angular_distance_layers(angular, budget, protect)
-        choices.append({"method": "angular", "seed": None, "budget": budget, "ids": ids, "blocks": ids})
-    return choices
 
 
 def _encode_once(model: StudyModel, texts: list[str], batch_size: int) -> float:
@@ -148,7 +85,7 @@ def measure_speedup(
 def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
     """The pruned model (for timing) and what mteb scores: B's ``PrunedModel`` wrapper for a
     SentenceTransformer (experiment metadata included), the pruned transformers model otherwise."""
-    from mteb_lrd.pruning.surgery import prune
+    from mteb_lrd.pruning.pruned import prune
 
     if not blocks:
         return model, model.model
@@ -186,31 +123,15 @@ def measure_cell(
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell."""
     from mteb_lrd.pruning.block_influence import block_influence
-    from mteb_lrd.extraction.extractor import LayerExtractor
-    from mteb_lrd.metrics import lrd, subsample
 
-    instance = task()
-    texts = task_texts(instance)
-    chosen = [texts[i] for i in subsample(len(texts), text_cap, seed)]
-    states = (
-        LayerExtractor(
-            model.model,
-            model.tokenizer,
-            batch_size=batch_size,
-            max_length=model.max_length,
-            show_progress_bar=False,
-        )
-        .extract(chosen)
-        .states
-    )
-    k_limit = len(chosen) - 1
-    result = lrd(states, nrs_k=min(20, k_limit), gfmi_k=min(30, k_limit), seed=seed)
+    texts = task_texts(task())
+    chosen, states, result = profile_cell(model, texts, text_cap=text_cap, seed=seed, batch_size=batch_size)
     rules = rule_scores(result.frenet, result.nrs, result.gfmi)
     influence = block_influence(
         model.model, chosen, tokenizer=model.tokenizer, batch_size=batch_size, max_length=model.max_length
     )
     angular = angular_distance_matrix(states)
-    choices = choose_blocks(
+    choices = method_choices(
         rules,
         influence,
         angular,
@@ -285,35 +206,24 @@ def run_prune_study(
         raise ValueError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
     if isinstance(text_cap, bool) or not isinstance(text_cap, int) or text_cap < 4:
         raise ValueError(f"text_cap must be an integer >= 4, got {text_cap!r}")
-    if not models or not tasks:
-        raise ValueError("need at least one model and one task")
     say = progress or (lambda _message: None)
-    out = Path(out_dir)
-    for spec in models:
-        label = spec.name if isinstance(spec, StudyModel) else Path(str(spec)).name
-        missing = [t for t in tasks if read_record(out / "records" / label / f"{t}.json") is None]
-        if not missing:
-            say(f"{label}: all {len(tasks)} tasks recorded")
-            continue
-        model = spec if isinstance(spec, StudyModel) else load_study_model(str(spec), max_length=max_length)
-        speed_cache: dict[int, float] = {}
-        for task_name in missing:
-            say(f"{model.name} × {task_name}")
-            folder = out / "records" / model.name
-            record = measure_cell(
-                model,
-                tasks[task_name],
-                folder / f"{task_name}.partial.json",
-                budgets=budgets,
-                protect=protect,
-                mapping=mapping,
-                random_seeds=random_seeds,
-                text_cap=text_cap,
-                seed=seed,
-                batch_size=batch_size,
-                speed_texts=speed_texts,
-                speed_cache=speed_cache,
-                say=say,
-            )
-            write_record(folder / f"{task_name}.json", record)
-    return out
+    speed_caches: dict[str, dict[int, float]] = {}
+
+    def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
+        return measure_cell(
+            model,
+            task,
+            record_path(out_dir, model.name, task_name, partial=True),
+            budgets=budgets,
+            protect=protect,
+            mapping=mapping,
+            random_seeds=random_seeds,
+            text_cap=text_cap,
+            seed=seed,
+            batch_size=batch_size,
+            speed_texts=speed_texts,
+            speed_cache=speed_caches.setdefault(model.name, {}),
+            say=say,
+        )
+
+    return run_cells(models, tasks, out_dir, measure, max_length=max_length, progress=say)

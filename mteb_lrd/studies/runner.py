@@ -8,24 +8,34 @@ no task head). Scores come from ``mteb.evaluate`` through the layer-dynamics wra
 
 from __future__ import annotations
 
-import json
-import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mteb_lrd.extraction.architectures import locate
+from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.io import atomic_write_json, read_json
+from mteb_lrd.metrics.lrd import LRDResult
+from mteb_lrd.metrics.states import subsample
+from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.pipeline import layer_dynamics
 from mteb_lrd.studies.panel import PANEL, prepare
 
 __all__ = [
+    "CellMeasure",
     "StudyModel",
+    "load_records",
     "load_study_model",
     "mteb_encoder",
-    "load_records",
     "mteb_score",
+    "profile_cell",
     "read_record",
+    "record_path",
+    "run_cells",
     "task_texts",
     "write_record",
 ]
@@ -75,8 +85,6 @@ def load_study_model(
     Raises:
         ValueError: when ``spec`` is neither a panel name nor an existing folder.
     """
-    from mteb_lrd.extraction.architectures import locate
-
     entry = PANEL.get(spec)
     path = prepare(spec, cache_dir) if entry is not None else Path(spec)
     if not path.is_dir():
@@ -173,23 +181,89 @@ def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, An
     return {"main_score": main, "seconds": seconds, "layer_dynamics": subsets[0].get("layer_dynamics")}
 
 
-def write_record(path: Path, payload: dict[str, Any]) -> None:
-    """Write a JSON record atomically (temp file + ``os.replace``); NaN becomes ``null``."""
-    from mteb_lrd.metrics import to_jsonable
+def record_path(out_dir: str | Path, model: str, task: str, *, partial: bool = False) -> Path:
+    """Where a cell's record lives: ``records/<model>/<task>.json`` (``.partial.json`` while unfinished)."""
+    suffix = ".partial.json" if partial else ".json"
+    return Path(out_dir) / "records" / model.replace("/", "__") / f"{task}{suffix}"
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(to_jsonable(payload), indent=1))
-    os.replace(tmp, path)
+
+def write_record(path: Path, payload: dict[str, Any]) -> None:
+    """Write a JSON record atomically; NaN becomes ``null``."""
+    atomic_write_json(path, payload)
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A record written by :func:`write_record`, or ``None`` when absent.
+
+    Raises:
+        ValueError: naming the file when it is not valid JSON.
+    """
+    return read_json(path) if path.is_file() else None
 
 
 def load_records(out_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished cell record of a study folder (``records/<model>/<task>.json``; the
     ``.partial.json`` files of unfinished cells are skipped)."""
     paths = sorted(Path(out_dir).glob("records/*/*.json"))
-    return [read_record(p) for p in paths if not p.name.endswith(".partial.json")]  # type: ignore[misc]
+    return [read_json(p) for p in paths if not p.name.endswith(".partial.json")]
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A record written by :func:`write_record`, or ``None`` when absent."""
-    return json.loads(path.read_text()) if path.is_file() else None
+CellMeasure = Callable[[StudyModel, str, type], dict[str, Any]]
+"""Measures one cell: ``(model, task name, task class) -> record``."""
+
+
+def run_cells(
+    models: Sequence[str | StudyModel],
+    tasks: Mapping[str, type],
+    out_dir: str | Path,
+    measure: CellMeasure,
+    *,
+    max_length: int = 512,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Measure every (model, task) cell without a record in ``out_dir`` and write its record.
+
+    Models are loaded only when one of their cells is missing; each finished cell is written at
+    once (atomically), so an interrupted study resumes with the next missing cell.
+
+    Raises:
+        ValueError: with no model or no task.
+    """
+    if not models or not tasks:
+        raise ValueError("need at least one model and one task")
+    say = progress or (lambda _message: None)
+    for spec in models:
+        label = spec.name if isinstance(spec, StudyModel) else Path(str(spec)).name
+        missing = [t for t in tasks if read_record(record_path(out_dir, label, t)) is None]
+        if not missing:
+            say(f"{label}: all {len(tasks)} tasks recorded")
+            continue
+        model = spec if isinstance(spec, StudyModel) else load_study_model(str(spec), max_length=max_length)
+        for task_name in missing:
+            say(f"{model.name} × {task_name}")
+            record = measure(model, task_name, tasks[task_name])
+            write_record(record_path(out_dir, model.name, task_name), record)
+    return Path(out_dir)
+
+
+def profile_cell(
+    model: StudyModel, texts: Sequence[str], *, text_cap: int, seed: int, batch_size: int, **lrd_kwargs: Any
+) -> tuple[list[str], np.ndarray, LRDResult]:
+    """One extraction pass over a capped sample of a cell's texts, and its LRD.
+
+    Returns:
+        The sampled texts, their ``(L+1, n, d)`` states and the LRD result (neighbourhood sizes
+        clamped to the sample, recorded in ``result.params``).
+    """
+    chosen = [texts[i] for i in subsample(len(texts), text_cap, seed)]
+    extractor = LayerExtractor(
+        model.model,
+        model.tokenizer,
+        batch_size=batch_size,
+        max_length=model.max_length,
+        show_progress_bar=False,
+    )
+    states = extractor.extract(chosen).states
+    params = MetricParams(**lrd_kwargs)
+    result = layer_dynamics(states, Caps(None, None, None), seed, params)
+    return chosen, states, result

@@ -7,6 +7,8 @@ Pure numpy. The inputs are plain nested dicts so that studies, tests and noteboo
 * ``main[task][model]`` — the model's MTEB main score on the task;
 * ``models[model]`` — covariates: ``params``, ``dim``, ``family``.
 
+RankMe and α-ReQ, the final-layer baselines, are in :mod:`mteb_lrd.metrics.spectrum`.
+
 Beyond the paper: partial correlations controlling for log(parameters), embedding dimension and
 family, and leave-one-family-out correlations. With a panel this small most controlled statistics
 are undefined or weak; :func:`panel_caveats` says so in words.
@@ -14,8 +16,9 @@ are undefined or weak; :func:`panel_caveats` says so in words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,55 +27,16 @@ from mteb_lrd.studies.statistics import Correlation, partial_spearman, spearman
 __all__ = [
     "CONTROLS",
     "TaskSummary",
-    "alpha_req",
+    "analyse_selection",
     "correlate_per_task",
     "leave_one_family_out",
     "panel_caveats",
     "partial_per_task",
-    "rankme",
     "summarise_tasks",
 ]
 
 CONTROLS: tuple[str, ...] = ("log_params", "dim", "family")
 MIN_MODELS = 4
-
-
-def _embedding_matrix(x: object) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
-    if a.ndim != 2 or min(a.shape) < 2:
-        raise ValueError(f"embeddings must be an (N, D) matrix with N, D >= 2, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError("embeddings contain NaN or Inf")
-    return a
-
-
-def rankme(embeddings: object, eps: float = 1e-7) -> float:
-    """RankMe (Garrido et al. 2023): ``exp(entropy)`` of the normalised singular values.
-
-    ``p_k = σ_k / Σσ + eps``; returns ``exp(-Σ p_k log p_k)``, between 1 and min(N, D).
-    """
-    s = np.linalg.svd(_embedding_matrix(embeddings), compute_uv=False)
-    if s.sum() <= 0:
-        return 1.0
-    p = s / s.sum() + eps
-    return float(np.exp(-np.sum(p * np.log(p))))
-
-
-def alpha_req(embeddings: object) -> float:
-    """α-ReQ (Agrawal et al. 2022): decay exponent of the covariance eigenspectrum.
-
-    Least-squares fit of ``log λ_i = -α log i + c`` over the non-zero eigenvalues of the centred
-    covariance (``λ_i = σ_i² / N``). Closer to 1 is the paper's "better"; we report α itself.
-    """
-    a = _embedding_matrix(embeddings)
-    s = np.linalg.svd(a - a.mean(axis=0), compute_uv=False)
-    eig = s**2 / a.shape[0]
-    eig = eig[eig > eig.max() * 1e-12] if eig.max() > 0 else eig[:0]
-    if eig.size < 2:
-        return float("nan")
-    i = np.arange(1, eig.size + 1, dtype=np.float64)
-    slope, _ = np.polyfit(np.log(i), np.log(eig), 1)
-    return float(-slope)
 
 
 def _aligned(task_scores: Mapping[str, Mapping[str, float]], task_main: Mapping[str, float], name: str):
@@ -238,3 +202,49 @@ def panel_caveats(models: Mapping[str, Mapping[str, object]], n_tasks: int) -> l
     if n_tasks < 5:
         notes.append(f"only {n_tasks} tasks: the over-task summaries are indicative, not tests.")
     return notes
+
+
+def analyse_selection(records: Sequence[Mapping[str, Any]], *, min_models: int = 4) -> dict[str, Any]:
+    """Per-task correlations, over-task summaries, controls and caveats from cell records.
+
+    Returns:
+        A JSON-serialisable dict with ``models``, ``tasks``, ``table`` (per cell), ``per_task``
+        (score → task → ρ, p, n), ``summary`` (score → over-task summary), ``partial``
+        (control → score → summary), ``lofo`` (score → family → summary) and ``caveats``.
+    """
+    scores: dict[str, dict[str, dict[str, float]]] = {}
+    main: dict[str, dict[str, float]] = {}
+    models: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        model, task = rec["model"]["name"], rec["task"]
+        values = {k: float(v) for k, v in rec["scores"].items() if v is not None and np.isfinite(v)}
+        scores.setdefault(task, {})[model] = values
+        main.setdefault(task, {})[model] = float(rec["main_score"])
+        models[model] = rec["model"]
+    per_task = correlate_per_task(scores, main, min_models=min_models)
+    summary = {name: summarise_tasks(per).to_dict() for name, per in per_task.items()}
+    partial = {
+        control: {
+            name: summarise_tasks(per).to_dict()
+            for name, per in partial_per_task(scores, main, models, control, min_models=min_models).items()
+        }
+        for control in CONTROLS
+    }
+    lofo = {
+        name: {family: s.to_dict() for family, s in per.items()}
+        for name, per in leave_one_family_out(scores, main, models, min_models=min_models).items()
+    }
+    return {
+        "models": models,
+        "tasks": sorted(main),
+        "main": main,
+        "scores": scores,
+        "per_task": {
+            name: {task: {"rho": c.rho, "p": c.p, "n": c.n} for task, c in per.items()}
+            for name, per in per_task.items()
+        },
+        "summary": summary,
+        "partial": partial,
+        "lofo": lofo,
+        "caveats": panel_caveats(models, len(main)),
+    }

@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForCausalLM
 
-from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.dysem.representation import Component, RepresentationExtractor
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from tests.tiny_models import load_tiny_tokenizer
 
 TEXTS = ["the cat sat on the mat", "a dog", "the woman plays the guitar with a happy child", "good day"]

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from mteb_lrd.studies.panel import MARKER, PANEL, PanelError, distribution_file, get_panel_model, is_prepared, prepare
+from mteb_lrd.studies.panel import (
+    MARKER,
+    PANEL,
+    PanelError,
+    distribution_file,
+    get_panel_model,
+    is_prepared,
+    prepare,
+)
 
 
 def test_registry_matches_the_issue():

@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mteb_lrd.metrics.spectrum import alpha_req, rankme
 from mteb_lrd.studies.selection_analysis import (
-    alpha_req,
     correlate_per_task,
     leave_one_family_out,
     panel_caveats,
     partial_per_task,
-    rankme,
     summarise_tasks,
 )
 from mteb_lrd.studies.statistics import Correlation

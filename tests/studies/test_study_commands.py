@@ -31,8 +31,10 @@ def _decoder(tiny_model_dir, kind: str, layers: int) -> StudyModel:
 
 
 def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
-    from mteb_lrd.studies.selection import analyse_selection, load_records, run_selection_study
     from mteb_lrd.report.studies import write_selection_report
+    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.selection import run_selection_study
+    from mteb_lrd.studies.selection_analysis import analyse_selection
 
     models = [load_study_model(str(tiny_st_dir))] + [
         _decoder(tiny_model_dir, k, 4) for k in ("llama", "qwen2", "gpt2")
@@ -74,8 +76,9 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
 
 
 def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
+    from mteb_lrd.report.studies import write_prune_report
     from mteb_lrd.studies.pruning import METHODS, run_prune_study
-    from mteb_lrd.report.studies import analyse_pruning, write_prune_report
+    from mteb_lrd.studies.pruning_analysis import analyse_pruning
     from mteb_lrd.studies.runner import read_record
 
     model = _decoder(tiny_model_dir, "llama", 8)

@@ -1,0 +1,151 @@
+"""Every private name of mteb, sentence-transformers and transformers that mteb-lrd relies on.
+
+mteb has no evaluator hooks and no plugin registry, so the integration must touch a few private
+names. They live here and nowhere else: :func:`check` verifies all of them at once and names the
+library version and the missing name, so a renamed internal fails loudly in one place (and the
+plugin import hook can switch itself off with a warning instead of breaking ``import mteb``).
+
+=====================================  ===========================================================
+private name                           why
+=====================================  ===========================================================
+``AbsTask*._evaluate_subset``          every task family funnels a subset's scoring through it;
+``AbsTaskClassification.               cross-validated classification through this one. Wrapped
+_evaluate_subset_cross_validation``    to add ``layer_dynamics`` / ``per_layer`` to the scores.
+``AbsTask._add_main_score``            fills ``main_score`` of the per-layer scores dicts.
+``mteb.evaluate._check_cache``         decides what is missing from cached results: wrapped so a
+                                       cached result without the layer keys counts as missing.
+``mteb.get_tasks._TASKS_REGISTRY``     task name look-ups (``mteb.get_task``, ``mteb run``).
+``mteb.models.model_implementations.   model name look-ups (``mteb.get_model``, ``mteb run``).
+MODEL_REGISTRY``
+``mteb.models.sentence_transformer_    the prompt a plain mteb run would use for a task.
+wrapper._resolve_prompt``
+``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
+                                       embeddings — are ``encode``'s to the bit.
+=====================================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "CACHE_CHECK",
+    "SUBSET_METHODS",
+    "SeamError",
+    "add_main_score",
+    "cache_check_owner",
+    "check",
+    "input_length",
+    "model_registry",
+    "resolve_prompt",
+    "task_registry",
+]
+
+SUBSET_METHODS: tuple[str, ...] = ("_evaluate_subset", "_evaluate_subset_cross_validation")
+"""Task methods that score one subset: ``(self, model, data_split, *, hf_split, hf_subset, ...)``."""
+
+CACHE_CHECK = "_check_cache"
+"""Function of ``mteb.evaluate`` returning ``(existing TaskResult | None, {split: [missing subsets]})``."""
+
+_MAIN_SCORE = "_add_main_score"
+
+
+class SeamError(RuntimeError):
+    """A private name mteb-lrd relies on is missing from the installed library."""
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - declared dependencies
+        return "not installed"
+
+
+def _missing(distribution: str, name: str) -> SeamError:
+    return SeamError(
+        f"mteb-lrd needs {name}, which {distribution} {_version(distribution)} does not have; "
+        f"mteb-lrd is tested with the versions its setup.cfg allows (mteb>=2.26,<3)"
+    )
+
+
+def _attribute(module: str, name: str, distribution: str = "mteb") -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise _missing(distribution, f"{module}.{name}") from err
+
+
+def task_registry() -> dict[str, type]:
+    """mteb's task registry: name → task class (``mteb.get_tasks`` is also a function name)."""
+    return _attribute("mteb.get_tasks", "_TASKS_REGISTRY")
+
+
+def model_registry() -> dict[str, Any]:
+    """mteb's model registry: name → ``ModelMeta``."""
+    return _attribute("mteb.models.model_implementations", "MODEL_REGISTRY")
+
+
+def resolve_prompt(
+    model_prompts: Mapping[str, str] | None, task_metadata: Any, prompt_type: Any
+) -> str | None:
+    """The prompt mteb's SentenceTransformer wrapper would use for this task and prompt type."""
+    function = _attribute("mteb.models.sentence_transformer_wrapper", "_resolve_prompt")
+    return function(model_prompts, task_metadata, prompt_type)
+
+
+def add_main_score(task: Any, scores: dict[str, Any]) -> None:
+    """Fill ``scores["main_score"]`` the way the task does after a subset."""
+    method = getattr(task, _MAIN_SCORE, None)
+    if method is None:
+        raise _missing("mteb", f"{type(task).__name__}.{_MAIN_SCORE}")
+    method(scores)
+
+
+def cache_check_owner() -> Any:
+    """The module whose ``_check_cache`` ``mteb.evaluate`` calls (patched in place there)."""
+    module = importlib.import_module("mteb.evaluate")
+    if not callable(getattr(module, CACHE_CHECK, None)):
+        raise _missing("mteb", f"mteb.evaluate.{CACHE_CHECK}")
+    return module
+
+
+def input_length(model: Any) -> Callable[[str], int] | None:
+    """``SentenceTransformer._input_length`` (the length ``encode`` sorts by), ``None`` when absent."""
+    return getattr(model, "_input_length", None)
+
+
+def check() -> list[str]:
+    """Every seam problem of the installed libraries, as messages (empty when all is in place).
+
+    Returns:
+        One message per missing name, each naming the library version.
+    """
+    problems: list[str] = []
+    for probe in (task_registry, model_registry, cache_check_owner):
+        try:
+            probe()
+        except SeamError as err:
+            problems.append(str(err))
+    try:
+        _attribute("mteb.models.sentence_transformer_wrapper", "_resolve_prompt")
+    except SeamError as err:
+        problems.append(str(err))
+    try:
+        from mteb.abstasks.abstask import AbsTask
+        from mteb.abstasks.classification import AbsTaskClassification
+    except ImportError as err:  # pragma: no cover - mteb itself is broken
+        return [*problems, f"cannot import mteb's task classes: {err}"]
+    for owner, name in ((AbsTask, SUBSET_METHODS[0]), (AbsTaskClassification, SUBSET_METHODS[1]),
+                        (AbsTask, _MAIN_SCORE)):  # fmt: skip
+        if not callable(getattr(owner, name, None)):
+            problems.append(str(_missing("mteb", f"{owner.__name__}.{name}")))
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:  # pragma: no cover - a declared dependency
+        return [*problems, f"cannot import sentence_transformers: {err}"]
+    if not callable(getattr(SentenceTransformer, "_input_length", None)):
+        problems.append(str(_missing("sentence-transformers", "SentenceTransformer._input_length")))
+    return problems

@@ -1,0 +1,111 @@
+"""What the layer-dynamics wrapper computes, for which tasks, and on which of a task's texts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from mteb_lrd.parameters import DEFAULT_SEED, Caps, MetricParams
+
+__all__ = [
+    "DOCUMENT_TYPES",
+    "LAYER_KEYS",
+    "SUPPORTED_TASK_TYPES",
+    "LayerDynamicsOptions",
+    "texts_rule",
+]
+
+SUPPORTED_TASK_TYPES: tuple[str, ...] = (
+    "STS",
+    "Classification",
+    "PairClassification",
+    "Clustering",
+    "Retrieval",
+    "Reranking",
+)
+DOCUMENT_TYPES: tuple[str, ...] = ("Retrieval", "Reranking")
+LAYER_KEYS: tuple[str, ...] = ("layer_dynamics", "per_layer")
+
+
+def texts_rule(task_type: str) -> str:
+    """The spec's rule for which texts of a task the layer dynamics use (recorded with them)."""
+    if task_type in DOCUMENT_TYPES:
+        return "corpus documents"
+    if task_type in ("STS", "PairClassification"):
+        return "unique sentences of both columns, first-appearance order"
+    return "unique texts of the evaluation split"
+
+
+@dataclass(frozen=True)
+class LayerDynamicsOptions:
+    """What the wrapper computes per task subset.
+
+    Attributes:
+        layer_dynamics / per_layer: compute the ``layer_dynamics`` and ``per_layer`` keys.
+        frenet_cap / nrs_cap / gfmi_cap: at most this many texts per metric (reference 1000, 1000,
+            5000), drawn with ``RandomState(seed).choice``; ``None`` = all.
+        seed: sub-sampling and NRS anchor seed.
+        rank / var_threshold: Frenet subspace rank (``None``: explained-variance rule).
+        nrs_k / n_anchors / gfmi_k: neighbourhood sizes (clamped to ``N - 1`` on tiny tasks, recorded).
+        default_batch_size: used when mteb passes no ``batch_size`` (mteb issue #3547).
+
+    Raises:
+        ValueError: for an invalid value (the message names the field).
+    """
+
+    layer_dynamics: bool = True
+    per_layer: bool = True
+    frenet_cap: int | None = Caps.frenet
+    nrs_cap: int | None = Caps.nrs
+    gfmi_cap: int | None = Caps.gfmi
+    seed: int = DEFAULT_SEED
+    rank: int | None = MetricParams.rank
+    var_threshold: float = MetricParams.var_threshold
+    nrs_k: int = MetricParams.nrs_k
+    n_anchors: int = MetricParams.n_anchors
+    gfmi_k: int = MetricParams.gfmi_k
+    default_batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        self.caps  # noqa: B018 - validates the caps
+        self.params  # noqa: B018 - validates the metric parameters
+        size = self.default_batch_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"default_batch_size must be a positive integer; got {size!r}")
+        if not (self.layer_dynamics or self.per_layer):
+            raise ValueError("layer_dynamics and per_layer are both off: nothing for the wrapper to add")
+
+    @property
+    def caps(self) -> Caps:
+        """The sampling caps."""
+        return Caps(frenet=self.frenet_cap, nrs=self.nrs_cap, gfmi=self.gfmi_cap)
+
+    @property
+    def params(self) -> MetricParams:
+        """The metric parameters."""
+        return MetricParams(
+            rank=self.rank,
+            var_threshold=self.var_threshold,
+            nrs_k=self.nrs_k,
+            n_anchors=self.n_anchors,
+            gfmi_k=self.gfmi_k,
+        )
+
+    @property
+    def wanted_keys(self) -> tuple[str, ...]:
+        """The score keys this configuration writes."""
+        return tuple(
+            key for key, on in zip(LAYER_KEYS, (self.layer_dynamics, self.per_layer), strict=True) if on
+        )
+
+    @classmethod
+    def from_kwargs(cls, options: dict[str, object]) -> LayerDynamicsOptions:
+        """Build from keyword options, naming unknown ones and what is allowed.
+
+        Raises:
+            ValueError: for an unknown option or an invalid value.
+        """
+        allowed = sorted(f.name for f in fields(cls))
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise ValueError(f"unknown options {unknown}; allowed: {', '.join(allowed)}")
+        return cls(**options)  # type: ignore[arg-type]

@@ -1,0 +1,175 @@
+"""The two mteb seams behind :func:`mteb_lrd.with_layer_dynamics`, patched in place.
+
+mteb has no evaluator hooks: every task family scores a subset through one of
+:data:`~mteb_lrd._compat.SUBSET_METHODS`, and results are cached through
+``mteb.evaluate._check_cache``. :func:`install` wraps both so that, **only when the model is a
+layer-dynamics wrapper** (recognised by its ``is_layer_dynamics_model`` marker), a subset's scores
+gain ``layer_dynamics`` and ``per_layer``, and a cached result lacking them counts as missing
+(re-running adds them instead of silently skipping). For any other model the wrapped functions
+call the originals unchanged. Wrappers take ``*args, **kwargs`` and bind them to the original's own
+signature, so a new mteb parameter passes straight through. Installing is idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from mteb_lrd import _compat
+
+__all__ = ["ORIGINAL", "install", "installed", "is_layer_dynamics_model", "track"]
+
+ORIGINAL = "__mteb_lrd_original__"
+"""Attribute of every patched function holding the function it wraps."""
+
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def is_layer_dynamics_model(model: object) -> bool:
+    """Whether ``model`` is a layer-dynamics wrapper (by its marker, not by class identity)."""
+    return getattr(model, "is_layer_dynamics_model", False) is True
+
+
+def track(wrapper: Any) -> None:
+    """Remember a live wrapper, so cached results of its model are checked for the layer keys."""
+    _LIVE.add(wrapper)
+
+
+def _wanted_keys_for(meta: Any) -> set[str]:
+    """Layer keys some live wrapper of this model wants.
+
+    ``_check_cache`` sees only the model's meta, which mteb may have copied (``encode_kwargs``
+    precision folds into ``experiment_kwargs``): a wrapper matches when name and revision agree and
+    its own experiment settings are all present in the meta's.
+    """
+    wanted: set[str] = set()
+    experiment = dict(getattr(meta, "experiment_kwargs", None) or {})
+    for wrapper in list(_LIVE):
+        own = wrapper.mteb_model_meta
+        if (own.name, own.revision) != (getattr(meta, "name", None), getattr(meta, "revision", None)):
+            continue
+        if all(experiment.get(k) == v for k, v in (own.experiment_kwargs or {}).items()):
+            wanted.update(wrapper.options.wanted_keys)
+    return wanted
+
+
+def _bind(
+    original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> inspect.BoundArguments:
+    bound = inspect.signature(original).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound
+
+
+def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
+    from mteb_lrd.integration.augmentation import augment_scores
+
+    @functools.wraps(original)
+    def evaluate_subset(*args: Any, **kwargs: Any) -> Any:
+        bound = _bind(original, args, kwargs)
+        task, model = bound.arguments.get("self"), bound.arguments.get("model")
+        if not is_layer_dynamics_model(model) or model.depth > 0:
+            return original(*args, **kwargs)
+        model.depth += 1
+        try:
+            scores = original(*args, **kwargs)
+        finally:
+            model.depth -= 1
+        extra = dict(bound.arguments.pop("kwargs", {}) or {})
+        rest = {k: v for k, v in bound.arguments.items() if k not in ("self", "model", "data_split")}
+        augment_scores(task, model, original, scores, bound.arguments.get("data_split"), {**rest, **extra})
+        return scores
+
+    setattr(evaluate_subset, ORIGINAL, original)
+    return evaluate_subset
+
+
+def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
+    from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES
+
+    @functools.wraps(original)
+    def check_cache(*args: Any, **kwargs: Any) -> Any:
+        existing, missing = original(*args, **kwargs)
+        if existing is None:
+            return existing, missing
+        bound = _bind(original, args, kwargs)
+        task, meta = bound.arguments.get("task"), bound.arguments.get("meta")
+        strategy = bound.arguments.get("overwrite_strategy")
+        if task is None or str(getattr(task.metadata, "type", "")) not in SUPPORTED_TASK_TYPES:
+            return existing, missing
+        if str(getattr(strategy, "value", strategy)) != "only-missing":
+            return existing, missing
+        wanted = _wanted_keys_for(meta)
+        if not wanted:
+            return existing, missing
+        for split, rows in existing.scores.items():
+            if split not in task.eval_splits:
+                continue
+            for row in rows:
+                if any(key not in row for key in wanted):
+                    subsets = missing.setdefault(split, [])
+                    if row["hf_subset"] not in subsets:
+                        subsets.append(row["hf_subset"])
+        return existing, missing
+
+    setattr(check_cache, ORIGINAL, original)
+    return check_cache
+
+
+def _subclasses(cls: type) -> list[type]:
+    found, stack = [], [cls]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                stack.append(sub)
+    return found
+
+
+def installed() -> dict[str, list[str]]:
+    """What is patched now: ``{"subset_methods": ["Class.method", ...], "cache_check": [...]}``."""
+    from mteb.abstasks.abstask import AbsTask
+
+    methods = [
+        f"{cls.__qualname__}.{name}"
+        for cls in [AbsTask, *_subclasses(AbsTask)]
+        for name in _compat.SUBSET_METHODS
+        if hasattr(cls.__dict__.get(name), ORIGINAL)
+    ]
+    owner = _compat.cache_check_owner()
+    cache = (
+        [f"mteb.evaluate.{_compat.CACHE_CHECK}"]
+        if hasattr(getattr(owner, _compat.CACHE_CHECK), ORIGINAL)
+        else []
+    )
+    return {"subset_methods": methods, "cache_check": cache}
+
+
+def install() -> None:
+    """Wrap every subset method of mteb's task classes and ``mteb.evaluate._check_cache``.
+
+    Idempotent and cheap (a walk over the task classes); also picks up task classes defined since
+    the last call.
+
+    Raises:
+        SeamError: when the installed mteb lacks a name the seams need (named in the message).
+    """
+    from mteb.abstasks.abstask import AbsTask
+
+    owner = _compat.cache_check_owner()
+    for cls in [AbsTask, *_subclasses(AbsTask)]:
+        for name in _compat.SUBSET_METHODS:
+            function = cls.__dict__.get(name)
+            if (
+                function is None
+                or hasattr(function, ORIGINAL)
+                or getattr(function, "__isabstractmethod__", False)
+            ):
+                continue
+            setattr(cls, name, _wrap_subset_method(function))
+    current = getattr(owner, _compat.CACHE_CHECK)
+    if not hasattr(current, ORIGINAL):
+        setattr(owner, _compat.CACHE_CHECK, _wrap_cache_check(current))

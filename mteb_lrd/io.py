@@ -1,0 +1,147 @@
+"""The package's one way to touch files: atomic writes, JSON lines, content keys.
+
+Every file mteb-lrd writes (cache shards, records, reports, figures, model sidecars) goes through
+:func:`atomic_write_bytes`: the data land in a temporary file in the target folder, are flushed to
+disk, and replace the target in one ``os.replace``. A reader sees the old file or the new one,
+never a torn one, and a killed writer leaves at most a hidden ``.<name>.<random>.tmp`` behind.
+The temporary file is created with mode ``0o666`` filtered by the process umask, so the result has
+the permissions of any other file the user creates (``0644`` under umask 022, like mteb's own
+result files), not ``mkstemp``'s ``0600``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "content_key",
+    "read_json",
+    "read_jsonl",
+    "texts_digest",
+    "to_jsonable",
+]
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder + ``os.replace``).
+
+    Args:
+        path: the target file; missing parent folders are created.
+        data: the bytes to write.
+
+    Returns:
+        The target path.
+
+    Raises:
+        OSError: when the folder cannot be created or written (the target is left as it was).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    # os.open applies the umask to 0o666, as open() does for an ordinary new file.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike[str], payload: Any, *, indent: int | None = 1) -> Path:
+    """Write ``payload`` as JSON atomically; arrays become lists and NaN / Inf become ``null``."""
+    return atomic_write_text(path, json.dumps(to_jsonable(payload), indent=indent, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse one JSON file.
+
+    Raises:
+        ValueError: naming the file and the position when it is not valid JSON (a torn or hand-edited
+            file), instead of a bare ``JSONDecodeError``.
+        OSError: when it cannot be read.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}:{err.lineno}:{err.colno}: not valid JSON ({err.msg})") from err
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a JSON-lines file (blank lines skipped); every row must be a JSON object.
+
+    Raises:
+        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object.
+        OSError: when the file cannot be read.
+    """
+    path = Path(path)
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number}: not a JSON object ({err.msg})") from err
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    return rows
+
+
+def content_key(payload: Mapping[str, Any]) -> str:
+    """A stable SHA-256 hex key of a JSON-serialisable mapping (keys sorted)."""
+    blob = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """SHA-256 of a list of texts (order matters; no two lists of texts share a digest by concatenation)."""
+    h = hashlib.sha256()
+    for text in texts:
+        h.update(hashlib.sha256(text.encode("utf-8")).digest())
+    return h.hexdigest()
+
+
+def to_jsonable(value: Any) -> Any:
+    """Arrays → lists, numpy scalars → Python, NaN / Inf → ``None``, paths → strings (recursively)."""
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
