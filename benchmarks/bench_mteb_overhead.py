@@ -42,7 +42,7 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 import mteb_lrd.integration.augmentation as augmentation  # noqa: E402
 from mteb_lrd import prune, with_layer_dynamics  # noqa: E402
 from mteb_lrd.defaults import default_model_path  # noqa: E402
-from mteb_lrd.integration.local_tasks import demo_task, sts_tasks  # noqa: E402
+from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: E402
 
 # Process CPU time by default: on a shared machine wall time mostly measures the neighbours.
 CLOCK = {"now": time.process_time}

@@ -30,8 +30,8 @@ _EXPORTS: dict[str, str] = {
     "PrunedModel": "mteb_lrd.pruning.pruned",
     "choose_blocks": "mteb_lrd.pruning.choose",
     "local_task": "mteb_lrd.integration.local_tasks",
-    "sts_tasks": "mteb_lrd.integration.local_tasks",
-    "demo_task": "mteb_lrd.integration.local_tasks",
+    "sts_tasks": "mteb_lrd.integration.shared_tasks",
+    "demo_task": "mteb_lrd.integration.shared_tasks",
     "write_report": "mteb_lrd.report",
 }
 
@@ -53,7 +53,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
-    from mteb_lrd.integration.local_tasks import demo_task, local_task, sts_tasks  # noqa: F401
+    from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
+    from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401

@@ -51,8 +51,8 @@ def register() -> list[str]:
     from mteb.models import ModelMeta
     from mteb.models.model_implementations import MODEL_REGISTRY
 
-    from mteb_lrd.integration.local_tasks import demo_task, register_tasks, sts_tasks
     from mteb_lrd.integration.seams import install
+    from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install()
     names = register_tasks([*sts_tasks().values(), demo_task()])

@@ -7,7 +7,8 @@ import logging
 import numpy as np
 import pytest
 
-from mteb_lrd.extraction.cache import ArrayCache, atomic_write_text, content_key
+from mteb_lrd.extraction.cache import ArrayCache
+from mteb_lrd.io import atomic_write_text, content_key
 
 
 def test_round_trip_and_missing(tmp_path):

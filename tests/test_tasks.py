@@ -9,14 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mteb_lrd.integration.local_tasks import (
-    TASK_TYPES,
-    demo_task,
-    local_task,
-    make_task,
-    register_tasks,
-    sts_tasks,
-)
+from mteb_lrd.integration.local_tasks import TASK_TYPES, local_task, make_task
+from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
 
 def _write(path, rows):

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from mteb_lrd.defaults import default_model_path, demo_texts
-from mteb_lrd.extraction.cache import atomic_write_text
 from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.io import atomic_write_json
 from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
 
 __all__ = ["register", "run", "read_texts"]
@@ -124,6 +124,6 @@ def run(args: argparse.Namespace) -> int:
         if key.endswith(("d0L", "mean_jaccard", "mean_auc", "total_arc_length", "mean_curvature")):
             print(f"{key:>28}: {value:.4f}")
     if args.out:
-        atomic_write_text(args.out, json.dumps(dynamics.to_dict(), indent=2))
+        atomic_write_json(args.out, dynamics.to_dict(), indent=2)
         print(f"wrote {args.out}")
     return 0

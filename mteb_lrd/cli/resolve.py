@@ -75,7 +75,8 @@ def resolve_tasks(names: list[str], local: list[str]) -> list[Any]:
     """
     import mteb
 
-    from mteb_lrd.integration.local_tasks import demo_task, local_task, register_tasks, sts_tasks
+    from mteb_lrd.integration.local_tasks import local_task
+    from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
     shared = sts_tasks()
     register_tasks([*shared.values(), demo_task()])

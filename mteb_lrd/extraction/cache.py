@@ -9,28 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import logging
 import os
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrayCache", "content_key", "atomic_write_bytes", "atomic_write_text"]
+from mteb_lrd.io import atomic_write_bytes
+
+__all__ = ["ArrayCache"]
 
 logger = logging.getLogger(__name__)
 
 _DIGEST = "__sha256__"
-
-
-def content_key(payload: Mapping[str, Any]) -> str:
-    """A stable SHA-256 hex key of a JSON-serialisable mapping (keys sorted)."""
-    blob = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()
 
 
 def _digest(arrays: Mapping[str, np.ndarray]) -> str:
@@ -42,27 +35,6 @@ def _digest(arrays: Mapping[str, np.ndarray]) -> str:
         h.update(repr(array.shape).encode())
         h.update(array.tobytes())
     return h.hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """UTF-8 text version of :func:`atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 class ArrayCache:

@@ -21,9 +21,10 @@ import torch
 from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
-from mteb_lrd.extraction.cache import ArrayCache, content_key
+from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.extraction.loading import LoadedModel, load_model, resolve_device, resolve_dtype
 from mteb_lrd.extraction.pooling import POOLINGS, pool
+from mteb_lrd.io import content_key, texts_digest
 
 __all__ = [
     "FINAL_NORMS",
@@ -31,7 +32,6 @@ __all__ = [
     "LayerExtractor",
     "extract_layer_states",
     "clean_texts",
-    "texts_digest",
 ]
 
 FINAL_NORMS: tuple[str, ...] = ("as_is", "all", "none")
@@ -67,14 +67,6 @@ class LayerStates:
     def num_layers(self) -> int:
         """``L``: number of blocks; there are ``L+1`` hidden states."""
         return self.states.shape[0] - 1
-
-
-def texts_digest(texts: Sequence[str]) -> str:
-    """SHA-256 of a list of texts (order matters)."""
-    h = hashlib.sha256()
-    for text in texts:
-        h.update(hashlib.sha256(text.encode("utf-8")).digest())
-    return h.hexdigest()
 
 
 def clean_texts(texts: Sequence[str]) -> tuple[list[str], int]:

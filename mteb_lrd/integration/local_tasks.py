@@ -13,31 +13,21 @@ task type              files                                        fields per l
                        ``qrels/<split>.jsonl``                      query_id, corpus_id, score
 =====================  ===========================================  ============================
 
-Registered tasks (:func:`register_tasks`) work with ``mteb.get_task(name)``, the ``mteb run`` CLI
-and leaderboard tables. The standard MTEB tasks are untouched: local tasks carry their own names.
+The shared STS sets and the bundled demo are in :mod:`mteb_lrd.integration.shared_tasks`; registered
+tasks (:func:`~mteb_lrd.integration.shared_tasks.register_tasks`) work with ``mteb.get_task(name)``,
+the ``mteb run`` CLI and leaderboard tables.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.defaults import DEMO_DATA
+from mteb_lrd.io import read_jsonl
 
-__all__ = [
-    "SHARED_STS_DIR",
-    "STSB_LANGUAGES",
-    "TASK_TYPES",
-    "demo_task",
-    "local_task",
-    "make_task",
-    "register_tasks",
-    "shared_sts_dir",
-    "sts_tasks",
-]
+__all__ = ["TASK_TYPES", "content_hash", "local_task", "make_task"]
 
 TASK_TYPES = ("STS", "PairClassification", "Classification", "Retrieval")
 _MAIN_SCORES = {
@@ -46,32 +36,6 @@ _MAIN_SCORES = {
     "Classification": "accuracy",
     "Retrieval": "ndcg_at_10",
 }
-# STS Benchmark translations of the shared data: folder name -> ISO 639-3 + script.
-STSB_LANGUAGES = {
-    "en": "eng-Latn", "de": "deu-Latn", "es": "spa-Latn", "fr": "fra-Latn", "it": "ita-Latn",
-    "ja": "jpn-Jpan", "nl": "nld-Latn", "pl": "pol-Latn", "pt": "por-Latn", "ru": "rus-Cyrl",
-    "zh": "cmn-Hans",
-}  # fmt: skip
-SHARED_STS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
-
-
-def shared_sts_dir() -> Path:
-    """The shared STS folder: ``$MTEB_LRD_STS_DIR`` when set, else ``../shared/data/sts``."""
-    import os
-
-    return Path(os.environ.get("MTEB_LRD_STS_DIR", SHARED_STS_DIR))
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}:{number}: not a JSON object ({err.msg})") from err
-    return rows
 
 
 def _require(rows: Sequence[Mapping], fields: Iterable[str], where: str) -> None:
@@ -267,7 +231,8 @@ def make_task(
     return type(name.replace("-", "_").replace(".", "_"), (_base_class(task_type),), attributes)
 
 
-def _content_hash(paths: Iterable[Path]) -> str:
+def content_hash(paths: Iterable[Path]) -> str:
+    """12 hex digits of the files' names and bytes: the dataset revision recorded with results."""
     digest = hashlib.sha256()
     for path in sorted(paths):
         digest.update(path.name.encode())
@@ -319,15 +284,15 @@ def local_task(
 
     def load() -> dict:
         if task_type == "Retrieval":
-            corpus, queries = _read_jsonl(folder / "corpus.jsonl"), _read_jsonl(folder / "queries.jsonl")
+            corpus, queries = read_jsonl(folder / "corpus.jsonl"), read_jsonl(folder / "queries.jsonl")
             return {
                 "default": {
-                    s: {"corpus": corpus, "queries": queries, "qrels": _read_jsonl(split_dir / f"{s}.jsonl")}
+                    s: {"corpus": corpus, "queries": queries, "qrels": read_jsonl(split_dir / f"{s}.jsonl")}
                     for s in splits
                 }
             }
         wanted = splits + (["train"] if task_type == "Classification" else [])
-        return {"default": {s: _read_jsonl(folder / f"{s}.jsonl") for s in wanted}}
+        return {"default": {s: read_jsonl(folder / f"{s}.jsonl") for s in wanted}}
 
     return make_task(
         task_type,
@@ -335,90 +300,7 @@ def local_task(
         load,
         eval_splits=splits,
         languages=languages,
-        revision=_content_hash(needed),
+        revision=content_hash(needed),
         description=f"Local {task_type} task from {folder.name}.",
         **options,
     )
-
-
-_SHARED_STS = {  # task name -> (folder, score range)
-    "LocalSTS12": ("STS12", (0.0, 5.0)),
-    "LocalSTS13": ("STS13", (0.0, 5.0)),
-    "LocalSTS14": ("STS14", (0.0, 5.0)),
-    "LocalSTS15": ("STS15", (0.0, 5.0)),
-    "LocalSTS16": ("STS16", (0.0, 5.0)),
-    "LocalSICK-R": ("SICK-R", (1.0, 5.0)),
-    "LocalSTSBenchmark": ("STSBenchmark-multi/en", (0.0, 5.0)),
-}
-
-
-def sts_tasks(folder: str | Path | None = None) -> dict[str, type]:
-    """The shared STS tasks (``LocalSTS12`` .. ``LocalSTS16``, ``LocalSICK-R``, ``LocalSTSBenchmark``
-    and ``LocalSTSBenchmarkMultilingualSTS`` with one subset per language), when the folder exists.
-
-    Args:
-        folder: the shared STS folder; default :func:`shared_sts_dir`.
-
-    Returns:
-        ``{name: task class}``; empty when the folder is absent.
-    """
-    root = Path(folder) if folder is not None else shared_sts_dir()
-    tasks: dict[str, type] = {}
-    if not root.is_dir():
-        return tasks
-    for name, (sub, score_range) in _SHARED_STS.items():
-        if (root / sub / "test.jsonl").is_file():
-            tasks[name] = local_task(
-                root / sub, "STS", name=name, eval_splits=["test"], score_range=score_range
-            )
-    multi = root / "STSBenchmark-multi"
-    langs = {code: [iso] for code, iso in STSB_LANGUAGES.items() if (multi / code / "test.jsonl").is_file()}
-    if langs:
-        files = [multi / code / "test.jsonl" for code in langs]
-        tasks["LocalSTSBenchmarkMultilingualSTS"] = make_task(
-            "STS",
-            "LocalSTSBenchmarkMultilingualSTS",
-            lambda: {code: {"test": _read_jsonl(multi / code / "test.jsonl")} for code in langs},
-            languages=langs,
-            revision=_content_hash(files),
-            description="STS Benchmark and its machine translations (shared data, test split).",
-        )
-    return tasks
-
-
-def demo_task() -> type:
-    """``LocalSTSBenchmarkDemo``: 300 pairs of the STS Benchmark test set bundled with the package
-    (Cer et al. 2017; scores CC BY-SA 4.0), for demos and tests without any data folder."""
-    return make_task(
-        "STS",
-        "LocalSTSBenchmarkDemo",
-        lambda: {"default": {"test": _read_jsonl(DEMO_DATA)}},
-        revision=_content_hash([DEMO_DATA]),
-        description="300 pairs of the STS Benchmark test set (Cer et al. 2017), bundled for demos.",
-    )
-
-
-def register_tasks(tasks: Iterable[type]) -> list[str]:
-    """Add task classes to mteb's task registry so ``mteb.get_task(name)`` and ``mteb run`` find them.
-
-    Returns:
-        The registered names.
-
-    Raises:
-        ValueError: when a name is already taken by a different (e.g. standard MTEB) task.
-    """
-    import importlib
-
-    # ``mteb.get_tasks`` is also a function name: fetch the module itself.
-    registry = importlib.import_module("mteb.get_tasks")._TASKS_REGISTRY
-    names = []
-    for task in tasks:
-        name = task.metadata.name
-        existing = registry.get(name)
-        if existing is not None and existing.__module__ != __name__:
-            raise ValueError(
-                f"task name {name!r} is already an MTEB task ({existing.__module__}); pick another"
-            )
-        registry[name] = task
-        names.append(name)
-    return names

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from mteb_lrd.integration.results import load_variants
+from mteb_lrd.io import atomic_write_text
 from mteb_lrd.report.html import render_html
 from mteb_lrd.report.plots import plot_profiles
 from mteb_lrd.report.tables import LRD_COLUMNS, Leaderboard, leaderboard, to_markdown
@@ -22,13 +21,6 @@ __all__ = [
     "plot_profiles",
     "write_report",
 ]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _slug(text: str) -> str:
@@ -67,8 +59,8 @@ def write_report(
         markdown += "\n## Layer profiles\n\n" + "".join(
             f"![{label}](figures/{png.name})\n\n" for label, png in figures
         )
-    _atomic_write(output / "leaderboard.md", markdown)
-    _atomic_write(output / "report.html", render_html(board, figures))
+    atomic_write_text(output / "leaderboard.md", markdown)
+    atomic_write_text(output / "report.html", render_html(board, figures))
     return {
         "markdown": output / "leaderboard.md",
         "html": output / "report.html",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from pathlib import Path
 
 import numpy as np
 
 from mteb_lrd.integration.results import ModelVariant
+from mteb_lrd.io import atomic_write_bytes
 
 __all__ = ["PANELS", "plot_profiles"]
 
@@ -77,11 +77,7 @@ def plot_profiles(variant: ModelVariant, path: str | Path) -> Path | None:
                 axis.plot(*profile, marker="o", markersize=3, label=label)
     axes[-1].legend(fontsize=7, loc="best")
     figure.suptitle(variant.label, fontsize=11)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plot-", suffix=".png")
-    os.close(fd)
-    figure.savefig(tmp, dpi=110)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
     plt.close(figure)
-    os.replace(tmp, path)
-    return path
+    return atomic_write_bytes(path, buffer.getvalue())

@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mteb_lrd.io import atomic_write_bytes
 
 __all__ = ["write_prune_report", "write_selection_report"]
 
@@ -35,13 +36,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
     return lines
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _png(fig: Any) -> bytes:
@@ -89,9 +83,9 @@ def _markdown_to_html(title: str, lines: Sequence[str], figures: Mapping[str, by
 
 def _save(out_dir: Path, stem: str, title: str, lines: list[str], figures: Mapping[str, bytes]) -> Path:
     for name, data in figures.items():
-        _write_atomic(out_dir / name, data)
-    _write_atomic(out_dir / f"{stem}.md", ("\n".join(lines) + "\n").encode())
-    _write_atomic(out_dir / f"{stem}.html", _markdown_to_html(title, lines, figures).encode())
+        atomic_write_bytes(out_dir / name, data)
+    atomic_write_bytes(out_dir / f"{stem}.md", ("\n".join(lines) + "\n").encode())
+    atomic_write_bytes(out_dir / f"{stem}.html", _markdown_to_html(title, lines, figures).encode())
     return out_dir / f"{stem}.md"
 
 

