@@ -1,4 +1,4 @@
-"""The ``mteb-lrd`` command line: one sub-command per module in :mod:`mteb_lrd.commands`."""
+"""The ``mteb-lrd`` command line: one sub-command per module of this package (thin: parse, call, print)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-# module names under mteb_lrd.commands, in the order `--help` lists them
+# sub-command modules, in the order `--help` lists them
 COMMANDS: tuple[str, ...] = (
     "run",
     "profile",

@@ -11,7 +11,6 @@ interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,8 @@ from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
-from mteb_lrd.extraction.loading import LoadedModel, load_model, resolve_device, resolve_dtype
+from mteb_lrd.extraction.identity import model_identity
+from mteb_lrd.extraction.loading import load_model, resolve_device, resolve_dtype
 from mteb_lrd.extraction.pooling import POOLINGS, pool
 from mteb_lrd.io import content_key, texts_digest
 
@@ -86,22 +86,6 @@ def clean_texts(texts: Sequence[str]) -> tuple[list[str], int]:
             text = " "
         out.append(text)
     return out, replaced
-
-
-def _model_identity(loaded: LoadedModel) -> str:
-    """A cache key part that changes when the weights, config or pipeline change (cheap: samples weights)."""
-    hf = loaded.architecture.model
-    h = hashlib.sha256()
-    h.update(type(hf).__name__.encode())
-    h.update(loaded.name.encode())
-    h.update(hf.config.to_json_string(use_diff=False).encode())
-    if loaded.is_sentence_transformer:
-        h.update(repr(loaded.model).encode())
-    params = list(hf.parameters())
-    h.update(str(sum(p.numel() for p in params)).encode())
-    for p in (params[0], params[len(params) // 2], params[-1]):
-        h.update(p.detach().flatten()[:4096].float().cpu().numpy().tobytes())
-    return h.hexdigest()
 
 
 class LayerExtractor:
@@ -193,7 +177,7 @@ class LayerExtractor:
     def identity(self) -> str:
         """A digest of the model (name, config, sampled weights, pipeline) for cache keys."""
         if self._identity is None:
-            self._identity = _model_identity(self.loaded)
+            self._identity = model_identity(self.loaded)
         return self._identity
 
     # -- extraction -------------------------------------------------------------------------

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mteb.abstasks.task_metadata import TaskMetadata
-from mteb.models import ModelMeta, SentenceTransformerEncoderWrapper
+from mteb.models import SentenceTransformerEncoderWrapper
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.integration import seams
+from mteb_lrd.integration.naming import model_meta
 from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions
 from mteb_lrd.integration.store import TextKey, VectorStore
 
@@ -79,7 +80,9 @@ class LayerDynamicsModel(AbsEncoder):
         backbone = inner.model if self.inner is not None else inner
         self.extractor = LayerExtractor(backbone, **extractor_kwargs)
         self.options = options
-        self.mteb_model_meta = self._meta(name, revision)
+        self.mteb_model_meta = model_meta(
+            self.inner, self.extractor.loaded.architecture.model, name, revision
+        )
         self.store = VectorStore()
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
@@ -87,22 +90,6 @@ class LayerDynamicsModel(AbsEncoder):
         self._warned: set[str] = set()
         self._current_task: str | None = None
         seams.track(self)
-
-    def _meta(self, name: str | None, revision: str | None) -> ModelMeta:
-        meta = self.inner.mteb_model_meta if self.inner is not None else None
-        if meta is None:
-            config = getattr(self.extractor.loaded.architecture.model, "config", None)
-            fallback = name or getattr(config, "name_or_path", None)
-            meta = ModelMeta.create_empty(overwrites={"name": fallback or "mteb-lrd/unnamed-model"})
-        updates: dict[str, Any] = {k: v for k, v in (("name", name), ("revision", revision)) if v is not None}
-        if meta.name is None and "name" not in updates:
-            updates["name"] = "mteb-lrd/unnamed-model"
-        if meta.revision is None and "revision" not in updates:
-            updates["revision"] = "no_revision_available"
-        pruning = getattr(self.extractor.loaded.architecture.model.config, "mteb_lrd_pruning", None)
-        if pruning and not meta.experiment_kwargs:  # a pruned model loaded from its folder
-            updates["experiment_kwargs"] = dict(pruning)
-        return meta.model_copy(update=updates) if updates else meta
 
     # -- mteb encoder interface -------------------------------------------------------------
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
