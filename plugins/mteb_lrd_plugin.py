@@ -12,6 +12,7 @@ package) and every panel model; loading one returns the model wrapped by
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 __all__ = ["MODEL_PREFIX", "load_wrapped", "register"]
@@ -45,20 +46,30 @@ def _model_names() -> list[str]:
 
 
 def register() -> list[str]:
-    """Register tasks and models (idempotent); returns the names registered."""
+    """Register tasks and models (idempotent); returns the names registered.
+
+    When the installed mteb lacks a private name the plugin needs (:func:`mteb_lrd._compat.check`),
+    it warns once, naming what is missing, and registers nothing: ``import mteb`` keeps working.
+    """
     if _REGISTERED:
         return list(_REGISTERED)
+    from mteb_lrd import _compat
+
+    problems = _compat.check()
+    if problems:
+        warnings.warn(f"mteb-lrd plugin is off: {'; '.join(problems)}", RuntimeWarning, stacklevel=2)
+        return []
     from mteb.models import ModelMeta
-    from mteb.models.model_implementations import MODEL_REGISTRY
 
     from mteb_lrd.integration.seams import install
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install()
     names = register_tasks([*sts_tasks().values(), demo_task()])
+    registry = _compat.model_registry()
     for short in _model_names():
         name = MODEL_PREFIX + short
-        MODEL_REGISTRY[name] = ModelMeta.create_empty(
+        registry[name] = ModelMeta.create_empty(
             overwrites={"name": name, "revision": "local", "loader": load_wrapped, "framework": ["PyTorch"]}
         )
         names.append(name)

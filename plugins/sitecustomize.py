@@ -25,7 +25,14 @@ class _RegisterAfterExec(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:  # noqa: ANN001 - importlib protocol
         self.inner.exec_module(module)
-        import mteb_lrd_plugin  # noqa: F401 - importing registers
+        try:
+            import mteb_lrd_plugin  # noqa: F401 - importing registers
+        except Exception as err:  # noqa: BLE001 - the plugin must never break `import mteb`
+            import warnings
+
+            warnings.warn(
+                f"mteb-lrd plugin is off: {type(err).__name__}: {err}", RuntimeWarning, stacklevel=2
+            )
 
     def __getattr__(self, name: str):  # noqa: ANN204 - delegate resource readers etc.
         return getattr(self.inner, name)
