@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -15,7 +16,14 @@ from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.nrs import nrs
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
 
-__all__ = ["Caps", "LayerDynamics", "MetricParams", "layer_dynamics", "profile_texts"]
+__all__ = [
+    "Caps",
+    "LayerDynamics",
+    "MetricParams",
+    "degenerate_input_warnings",
+    "layer_dynamics",
+    "profile_texts",
+]
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,35 @@ class LayerDynamics:
         }
 
 
+def degenerate_input_warnings(states: np.ndarray) -> list[str]:
+    """Why LRD numbers of ``states`` ``(L+1, N, d)`` would look normal but mean little.
+
+    Returns:
+        One message per problem: ``d = 1`` (every cosine is ±1, neighbourhoods are ties), fewer than
+        4 distinct texts, more than half of the texts duplicates of others (neighbour ties dominate
+        NRS and GFMI), or identical vectors at every layer (the dynamics are zero by construction).
+    """
+    messages = []
+    num_states, n, d = states.shape
+    if d == 1:
+        messages.append("the vectors have one dimension: every cosine is +1 or -1 and neighbours are ties")
+    distinct = int(np.unique(states[-1], axis=0).shape[0]) if n else 0
+    if distinct < 4:
+        messages.append(
+            f"only {distinct} distinct vectors among {n} texts: too few for the metrics to mean much"
+        )
+    elif distinct < n / 2:
+        messages.append(f"{n - distinct} of {n} texts duplicate others: neighbour ties dominate NRS and GFMI")
+    if num_states > 1 and all(np.array_equal(states[0], states[i]) for i in range(1, num_states)):
+        messages.append("every layer holds the same vectors: the dynamics are zero by construction")
+    return messages
+
+
 def _dynamics_on_rows(
     states: np.ndarray, rows: dict[str, np.ndarray], seed: int, params: MetricParams
 ) -> LRDResult:
+    for message in degenerate_input_warnings(states):
+        warnings.warn(f"mteb-lrd: degenerate input: {message}", UserWarning, stacklevel=3)
     p = params.clamped(rows["nrs"].size, rows["gfmi"].size)
     if np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"]):
         return lrd(
