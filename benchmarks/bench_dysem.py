@@ -93,7 +93,7 @@ def bench_end_to_end(model_name: str, pairs: int) -> None:
         prompteol_baseline,
     )
     from mteb_lrd.dysem.evaluation import load_pairs, sts_task
-    from mteb_lrd.integration.local_tasks import shared_sts_dir
+    from mteb_lrd.integration.shared_tasks import shared_sts_dir
     from mteb_lrd.studies.panel import prepare
 
     sts = shared_sts_dir()

@@ -45,9 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", metavar="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(
-            f"mteb_lrd.cli.{name}" if name != "dysem" else "mteb_lrd.commands.dysem"
-        ).register(subparsers)
+        importlib.import_module(f"mteb_lrd.cli.{name}").register(subparsers)
     return parser
 
 

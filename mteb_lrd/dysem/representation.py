@@ -100,6 +100,9 @@ class RepresentationExtractor:
         prefetch: components computed alongside any request that needs a forward pass, so one
             pass serves several models of a comparison (e.g. ``("attention", "hidden")`` for
             DySem, the attention-sum and PromptEOL baselines on the same prompts).
+        checkpoint_texts: with a ``cache_dir``, new vectors are written to the store about every
+            this many texts (rounded down to a multiple of ``batch_size``, at least one batch),
+            so an interrupted run resumes from there.
 
     Raises:
         UnsupportedArchitectureError: for an encoder or a decoder whose blocks have no known
@@ -118,9 +121,16 @@ class RepresentationExtractor:
         cache_dir: str | os.PathLike[str] | None = None,
         show_progress_bar: bool = False,
         prefetch: Sequence[str | Component] = (),
+        checkpoint_texts: int = 512,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if (
+            isinstance(checkpoint_texts, bool)
+            or not isinstance(checkpoint_texts, int)
+            or checkpoint_texts < 1
+        ):
+            raise ValueError(f"checkpoint_texts must be a positive integer, got {checkpoint_texts!r}")
         if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -163,6 +173,7 @@ class RepresentationExtractor:
         self._memory: dict[str, np.ndarray] = {}
         self.forward_texts = 0
         self.forward_batches = 0
+        self.checkpoint_texts = checkpoint_texts
 
     @property
     def num_layers(self) -> int:
@@ -225,14 +236,21 @@ class RepresentationExtractor:
         missing = [t for t in unique if any(self._key(c, t) not in found for c in parsed)]
         if missing:
             todo = list({c.key: c for c in [*parsed, *self.prefetch]}.values())
-            computed = self._compute(missing, todo)
-            new_keys = [self._key(c, t) for c in todo for t in missing]
-            new_values = np.concatenate([computed[c.key] for c in todo], axis=0)
-            if self.store is not None:
-                self.store.put(new_keys, new_values)
-            else:
-                self._memory.update(zip(new_keys, new_values, strict=True))
-            found.update(zip(new_keys, new_values, strict=True))
+            # longest first (as _compute batches them); stored every `chunk` texts, so an
+            # interrupted run keeps what it computed (chunk is a multiple of the batch size: the
+            # batches, hence the vectors, are the same as in one pass)
+            missing.sort(key=lambda t: -len(t))
+            chunk = self.batch_size * max(1, self.checkpoint_texts // self.batch_size)
+            for start in range(0, len(missing), chunk):
+                part = missing[start : start + chunk]
+                computed = self._compute(part, todo)
+                new_keys = [self._key(c, t) for c in todo for t in part]
+                new_values = np.concatenate([computed[c.key] for c in todo], axis=0)
+                if self.store is not None:
+                    self.store.put(new_keys, new_values)
+                else:
+                    self._memory.update(zip(new_keys, new_values, strict=True))
+                found.update(zip(new_keys, new_values, strict=True))
         return {
             c.key: np.stack([found[self._key(c, t)] for t in texts]).astype(np.float32, copy=False)
             if texts

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from mteb_lrd.commands import dysem
+from mteb_lrd.cli import dysem
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -1,0 +1,140 @@
+"""``mteb-lrd dysem``: DySem against its baselines on STS tasks, as a table like the paper's.
+
+Only the argument parsing lives here; the study itself is :func:`mteb_lrd.dysem.study.run_study`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mteb_lrd.dysem.study import DEFAULT_TASKS as _TASKS
+from mteb_lrd.dysem.study import StudyOptions, run_study
+
+__all__ = ["register", "run", "options_from_args"]
+
+DEFAULT_TASKS = ",".join(_TASKS)
+
+EPILOG = """\
+examples:
+  mteb-lrd dysem --model qwen2.5-coder-0.5b --select-on-dev --max-pairs 300
+  mteb-lrd dysem --model gemma-3-270m --languages en,de,fr,es --num-languages 3 --k 256 --value mean
+  mteb-lrd dysem --model path/to/llama --prompt LP --tasks STSBenchmark,STSBenchmark-de
+  mteb-lrd dysem --model smollm2-135m --language-order labels   # the reference's order (uses dev labels; warns)
+
+The model is a panel name (see `mteb-lrd panel list`) or a folder of a transformers causal LM.
+Translations come from the parallel STS Benchmark data in the shared STS folder; tasks whose texts
+it does not cover (STS12-16, SICK-R) get the source-only DySem row (L = 1) unless --translator
+points at an NLLB-style seq2seq model. k, L and the value vector are chosen on the STS Benchmark
+dev split with --select-on-dev, never on test data. Results are stored as MTEB results under
+--output-dir/results; the table and a JSON summary go to --output-dir.
+"""
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``dysem`` subcommand."""
+    parser = subparsers.add_parser(
+        "dysem",
+        help="DySem (training-free STS from decoder attention outputs) against its baselines",
+        description="Evaluate DySem and the mean-pooling, PromptEOL and dense attention-sum baselines on STS tasks.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", required=True, help="panel name or path of a causal LM")
+    parser.add_argument("--tasks", default=DEFAULT_TASKS, help=f"comma-separated (default {DEFAULT_TASKS})")
+    parser.add_argument(
+        "--languages",
+        default="auto",
+        help="candidate languages, comma-separated (default: the 11 of the parallel data)",
+    )
+    parser.add_argument(
+        "--language-order",
+        choices=("agreement", "consensus", "labels", "given"),
+        default="agreement",
+        help="agreement/consensus: label-free (default agreement with the source text); labels: the reference's (warns); given: as listed",
+    )
+    parser.add_argument(
+        "--num-languages", type=int, default=4, help="L, languages in the consensus (default 4)"
+    )
+    parser.add_argument("--k", type=int, default=1024, help="semantic-set size per text (default 1024)")
+    parser.add_argument(
+        "--value", choices=("source", "mean"), default="source", help="value vector (default source)"
+    )
+    parser.add_argument(
+        "--prompt", choices=("EP", "LP"), default="EP", help="English or language-specific PromptEOL"
+    )
+    parser.add_argument("--component", default="attention", help="attention (default), mlp, hidden[:layer]")
+    parser.add_argument(
+        "--select-on-dev", action="store_true", help="choose k, L and value on the STS Benchmark dev split"
+    )
+    parser.add_argument(
+        "--dev-pairs", type=int, default=200, help="dev pairs for the grid and the language order"
+    )
+    parser.add_argument(
+        "--grid-k", type=_ints, default=[128, 256, 512, 1024], help="k values of the dev grid"
+    )
+    parser.add_argument(
+        "--grid-languages", type=_ints, default=[1, 2, 4, 6, 8], help="L values of the dev grid"
+    )
+    parser.add_argument("--max-pairs", type=int, default=None, help="sub-sample each test set (seed 42)")
+    parser.add_argument("--no-baselines", action="store_true", help="only DySem")
+    parser.add_argument(
+        "--translator", default=None, help="folder of an NLLB-style seq2seq model for uncovered texts"
+    )
+    parser.add_argument(
+        "--sts-dir", default=None, help="shared STS folder (default $MTEB_LRD_STS_DIR or ../shared/data/sts)"
+    )
+    parser.add_argument(
+        "--output-dir", default="results/dysem", help="where results, caches and the table go"
+    )
+    parser.add_argument(
+        "--cache-dir", default=None, help="representation / translation caches (default <output-dir>/cache)"
+    )
+    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
+    parser.add_argument("--device", default=None, help="torch device (default cuda when available)")
+    parser.add_argument("--progress", action="store_true", help="show progress bars")
+    parser.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> StudyOptions:
+    """The study's settings from the parsed command line."""
+    return StudyOptions(
+        model=args.model,
+        tasks=args.tasks.split(","),
+        languages=args.languages,
+        language_order=args.language_order,
+        num_languages=args.num_languages,
+        k=args.k,
+        value=args.value,
+        prompt=args.prompt,
+        component=args.component,
+        select_on_dev=args.select_on_dev,
+        dev_pairs=args.dev_pairs,
+        grid_k=args.grid_k,
+        grid_languages=args.grid_languages,
+        max_pairs=args.max_pairs,
+        baselines=not args.no_baselines,
+        translator=args.translator,
+        sts_dir=args.sts_dir,
+        output_dir=args.output_dir,
+        cache_dir=args.cache_dir,
+        batch_size=args.batch_size,
+        device=args.device,
+        progress=args.progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison (:func:`mteb_lrd.dysem.study.run_study`) and print the table."""
+    result = run_study(options_from_args(args))
+    print(result.table_text)
+    return 0

@@ -1,0 +1,278 @@
+"""The DySem study: language order and the k / L / value grid on the dev split, DySem and its
+baselines on the test sets through ``mteb.evaluate``, and the paper-style table.
+
+:func:`run_study` is the body of ``mteb-lrd dysem`` (the command only parses arguments); it reads
+nothing but the shared STS data and the model, and writes MTEB results under
+``<output_dir>/results``, representation / translation caches under ``cache_dir`` and the table
+(``dysem-<model>.md``) plus a JSON summary (``dysem-<model>.json``) under ``output_dir``.
+Choices (language order, grid) only ever see the STS Benchmark dev split.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_TASKS", "StudyOptions", "StudyResult", "model_path", "run_study"]
+
+DEFAULT_TASKS: tuple[str, ...] = ("STSBenchmark", "STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R")
+
+
+@dataclass
+class StudyOptions:
+    """Everything ``mteb-lrd dysem`` can be told (same names and defaults as its options).
+
+    Attributes:
+        model: panel name or folder of a causal LM.
+        tasks: task names of :data:`mteb_lrd.dysem.evaluation.STS_TASKS`.
+        languages: candidate languages, or ``"auto"`` for the 11 of the parallel data.
+        language_order: ``"agreement"`` / ``"consensus"`` (label-free), ``"labels"`` (the
+            reference's, on dev labels; warns) or ``"given"`` (as listed).
+        num_languages, k, value: DySem's ``L``, set size and value vector when not selected on dev.
+        prompt: ``"EP"`` or ``"LP"``.
+        component: the representation (``attention``, ``mlp``, ``hidden[:layer]``).
+        select_on_dev: choose k, L and value on ``dev_pairs`` pairs of the STS Benchmark dev split
+            over ``grid_k`` x ``grid_languages`` x {source, mean}.
+        max_pairs: sub-sample every test set to this many pairs (seed 42); ``None``: all.
+        baselines: also run mean pooling, PromptEOL and the dense attention sum.
+        translator: folder of an NLLB-style seq2seq model for texts the parallel data lack.
+        sts_dir: the shared STS folder; ``None``: ``$MTEB_LRD_STS_DIR`` or ``../shared/data/sts``.
+        output_dir: results, table and summary; cache_dir: caches (``None``: ``<output_dir>/cache``).
+        batch_size: texts per forward pass; device: torch device; progress: progress bars.
+    """
+
+    model: str
+    tasks: Sequence[str] = DEFAULT_TASKS
+    languages: str | Sequence[str] = "auto"
+    language_order: str = "agreement"
+    num_languages: int = 4
+    k: int = 1024
+    value: str = "source"
+    prompt: str = "EP"
+    component: str = "attention"
+    select_on_dev: bool = False
+    dev_pairs: int = 200
+    grid_k: Sequence[int] = (128, 256, 512, 1024)
+    grid_languages: Sequence[int] = (1, 2, 4, 6, 8)
+    max_pairs: int | None = None
+    baselines: bool = True
+    translator: str | None = None
+    sts_dir: str | None = None
+    output_dir: str = "results/dysem"
+    cache_dir: str | None = None
+    batch_size: int = 16
+    device: str | None = None
+    progress: bool = False
+
+
+@dataclass
+class StudyResult:
+    """What :func:`run_study` produced: the markdown table, the JSON summary and their paths."""
+
+    table_text: str
+    summary: dict[str, Any]
+    table_path: Path
+    summary_path: Path
+    table: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def model_path(name: str) -> Path:
+    """The folder of ``name``: an existing path, or a panel model (prepared on first use)."""
+    path = Path(name)
+    if path.exists():
+        return path
+    from mteb_lrd.studies.panel import PANEL, prepare
+
+    if name in PANEL:
+        return prepare(name)
+    raise ValueError(f"--model {name!r} is neither a folder nor a panel name ({', '.join(PANEL)})")
+
+
+def _check(options: StudyOptions) -> list[str]:
+    """The task list, after the checks that need no model (clear errors before any loading)."""
+    from mteb_lrd.dysem.evaluation import STS_TASKS
+
+    tasks = [t.strip() for t in options.tasks if t.strip()]
+    unknown = [t for t in tasks if t not in STS_TASKS]
+    if unknown:
+        raise ValueError(f"unknown tasks {unknown}; available: {', '.join(STS_TASKS)}")
+    for option in ("k", "num_languages", "dev_pairs", "batch_size"):
+        if getattr(options, option) < 1:
+            raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(options, option)}")
+    return tasks
+
+
+def _candidate_languages(languages: str | Sequence[str]) -> list[str]:
+    from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
+
+    if isinstance(languages, str):
+        if languages == "auto":
+            return list(STSB_MULTI_LANGUAGES)
+        languages = languages.split(",")
+    return [normalize_language(x) for x in languages if x.strip()]
+
+
+def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> StudyResult:
+    """Run the comparison: dev-split choices, then every model on every task; write table and summary.
+
+    Args:
+        options: the study's settings (see :class:`StudyOptions`).
+        log: receives the progress lines (language order, the dev grid's best point).
+
+    Raises:
+        ValueError: unknown tasks, non-positive sizes, a model that is neither a folder nor a
+            panel name (all before any model is loaded).
+        FileNotFoundError: missing STS data.
+    """
+    from mteb_lrd.dysem.evaluation import (
+        STS_TASKS,
+        evaluate_models,
+        format_table,
+        load_pairs,
+        order_languages,
+        sts_task,
+        task_language,
+        write_json_atomic,
+    )
+    from mteb_lrd.dysem.grid import best_point, grid_search
+    from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES
+    from mteb_lrd.dysem.model import (
+        DySemModel,
+        attention_sum_baseline,
+        mean_pooling_baseline,
+        prompteol_baseline,
+    )
+    from mteb_lrd.dysem.representation import RepresentationExtractor
+    from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
+
+    started = time.monotonic()
+    tasks = _check(options)
+    if options.sts_dir:
+        sts_dir = Path(options.sts_dir)
+    else:
+        from mteb_lrd.integration.shared_tasks import shared_sts_dir
+
+        sts_dir = shared_sts_dir()
+    out = Path(options.output_dir)
+    cache = Path(options.cache_dir) if options.cache_dir else out / "cache"
+    path = model_path(options.model)
+    extractor = RepresentationExtractor(
+        path,
+        batch_size=options.batch_size,
+        device=options.device,
+        cache_dir=cache / "representations",
+        show_progress_bar=options.progress,
+        prefetch=("attention", "hidden") if options.baselines else (),
+    )
+    languages = _candidate_languages(options.languages)
+    corpus = ParallelCorpus.from_sts_multi(
+        sts_dir / "STSBenchmark-multi", languages=[x for x in languages if x in STSB_MULTI_LANGUAGES]
+    )
+    sources: list[Any] = [corpus]
+    if options.translator:
+        sources.append(Seq2SeqTranslator(options.translator, cache_dir=cache / "translations"))
+    translations = FallbackTranslations(sources)
+    settings: dict[str, Any] = {
+        "k": options.k,
+        "num_languages": min(options.num_languages, len(languages)),
+        "value": options.value,
+    }
+
+    def dysem(langs: list[str], **overrides: Any) -> DySemModel:
+        kwargs = {**settings, **overrides}
+        kwargs["num_languages"] = min(kwargs["num_languages"], len(langs))
+        return DySemModel(
+            extractor,
+            languages=langs,
+            translations=translations,
+            prompt=options.prompt,
+            component=options.component,
+            **kwargs,
+        )
+
+    # --- choices on the dev split only ---------------------------------------------------------
+    dev = load_pairs(sts_dir / "STSBenchmark-multi" / "en" / "dev.jsonl", options.dev_pairs)
+    candidates = dysem(languages, num_languages=len(languages))
+    if options.language_order == "given":
+        order = languages
+    else:
+        order = order_languages(
+            candidates, dev.sentence1 + dev.sentence2, method=options.language_order, pairs=dev
+        )
+    log(f"language order ({options.language_order}): {', '.join(order)}")
+    grid: list[dict[str, Any]] = []
+    source_k = options.k
+    if options.select_on_dev:
+        ordered = dysem(order, num_languages=len(order))
+        src_1, stack_1 = ordered.representations(dev.sentence1)
+        src_2, stack_2 = ordered.representations(dev.sentence2)
+        points = grid_search(
+            src_1, stack_1, src_2, stack_2, dev.scores,
+            ks=options.grid_k, num_languages=[n for n in options.grid_languages if n <= len(order)],
+        )  # fmt: skip
+        best = best_point(points)
+        settings = {"k": best.k, "num_languages": best.num_languages, "value": best.value}
+        single = [p for p in points if p.num_languages == 1]
+        source_k = best_point(single).k if single else best.k
+        grid = [p.to_dict() for p in points]
+        log(f"dev grid ({len(dev.scores)} pairs): best {best}")
+
+    # --- the test sets ---------------------------------------------------------------------------
+    task_classes: dict[str, type] = {}
+    sizes: dict[str, int] = {}
+    covered: dict[str, bool] = {}
+    for name in tasks:
+        task_classes[name], sizes[name] = sts_task(name, sts_dir, options.max_pairs)
+        pairs = load_pairs(sts_dir / STS_TASKS[name], options.max_pairs)
+        covered[name] = options.translator is not None or corpus.covers(
+            pairs.sentence1 + pairs.sentence2, task_language(name)
+        )
+    main = dysem(order)
+    label = f"DySem (k={settings['k']}, L={settings['num_languages']}, {settings['value']})"
+    models: dict[str, Callable[[str], Any]] = {label: lambda t: main if covered[t] else None}
+    if settings["num_languages"] > 1 or not all(covered.values()):
+        models[f"DySem source only (k={source_k}, L=1)"] = lambda t: dysem(
+            [task_language(t)], k=source_k, num_languages=1
+        )
+    if options.baselines:
+        dense = attention_sum_baseline(extractor, options.prompt)
+        eol, mean = prompteol_baseline(extractor), mean_pooling_baseline(extractor)
+        models.update(
+            {
+                "attention sum (dense)": lambda t: dense,
+                "PromptEOL": lambda t: eol,
+                "mean pooling": lambda t: mean,
+            }
+        )
+    table = evaluate_models(models, task_classes, out / "results", batch_size=options.batch_size)
+    text = format_table(table, tasks)
+
+    stem = f"dysem-{path.name}"
+    table_path, summary_path = out / f"{stem}.md", out / f"{stem}.json"
+    table_path.parent.mkdir(parents=True, exist_ok=True)
+    table_path.write_text(text + "\n", encoding="utf-8")
+    summary = {
+        "model": str(path),
+        "tasks": {t: {"pairs": sizes[t], "translations": covered[t]} for t in tasks},
+        "language_order": order,
+        "language_order_method": options.language_order,
+        "settings": settings,
+        "prompt": options.prompt,
+        "component": options.component,
+        "dev_pairs": len(dev.scores) if options.select_on_dev or options.language_order == "labels" else 0,
+        "grid": grid,
+        "table": table,
+        "forward_texts": extractor.forward_texts,
+        "forward_batches": extractor.forward_batches,
+        "wall_seconds": time.monotonic() - started,
+    }
+    write_json_atomic(summary_path, summary)
+    return StudyResult(text, summary, table_path, summary_path, table)
