@@ -33,6 +33,7 @@ from typing import Any
 
 __all__ = [
     "CACHE_CHECK",
+    "MAIN_SCORE_METHOD",
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
@@ -50,7 +51,10 @@ SUBSET_METHODS: tuple[str, ...] = ("_evaluate_subset", "_evaluate_subset_cross_v
 CACHE_CHECK = "_check_cache"
 """Function of ``mteb.evaluate`` returning ``(existing TaskResult | None, {split: [missing subsets]})``."""
 
-_MAIN_SCORE = "_add_main_score"
+MAIN_SCORE_METHOD = "_add_main_score"
+"""Task method that fills ``main_score`` of a subset's scores dict: ``(self, scores) -> None``."""
+
+_MAIN_SCORE = MAIN_SCORE_METHOD
 
 
 class SeamError(RuntimeError):

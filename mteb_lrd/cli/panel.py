@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_prepared, prepare
 
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = [
+    rows: list[dict[str, Any]] = [
         dict(model.to_dict(), prepared=is_prepared(model.name, args.cache_dir)) for model in PANEL.values()
     ]
     if args.json:

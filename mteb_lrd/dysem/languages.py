@@ -7,6 +7,7 @@ need ``deu_Latn`` and MTEB tasks say ``deu-Latn``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -100,7 +101,7 @@ def normalize_language(language: str) -> str:
     return code
 
 
-def language_of_task(eval_langs: object, hf_subset: str) -> str:
+def language_of_task(eval_langs: Sequence[str] | Mapping[str, Sequence[str]], hf_subset: str) -> str:
     """The source language of an MTEB task subset (``"en"`` when it cannot be told).
 
     Args:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -117,6 +117,8 @@ class _ExtractorEncoder(ABC):
             )
         finally:
             self.extractor.batch_size = configured
+
+    _meta: Any
 
     @abstractmethod
     def encode_texts(self, texts: Sequence[str], source_language: str = "en") -> np.ndarray:
@@ -229,7 +231,7 @@ class DySemModel(_ExtractorEncoder):
         self.extractor = extractor
         self.languages = codes[:num_languages]
         self.k = k
-        self.value = value
+        self.value: Literal["source", "mean"] = value  # type: ignore[assignment]  # checked above
         self.prompt = prompt
         self.component = Component.parse(component)
         self.translations = translations

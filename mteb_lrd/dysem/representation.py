@@ -183,7 +183,7 @@ class RepresentationExtractor:
     @property
     def hidden_size(self) -> int:
         """Width ``d`` of every vector."""
-        return int(self.model.get_input_embeddings().weight.shape[1])
+        return int(self.model.get_input_embeddings().weight.shape[1])  # type: ignore[operator]
 
     def _identity(self) -> str:
         config = getattr(self.model, "config", None)
@@ -300,10 +300,10 @@ class RepresentationExtractor:
             for block in self.located.blocks:
                 if "attention" in wanted:
                     handles.append(
-                        getattr(block, spec.attention).register_forward_hook(summing_hook("attention"))
+                        getattr(block, str(spec.attention)).register_forward_hook(summing_hook("attention"))
                     )
                 if "mlp" in wanted:
-                    handles.append(getattr(block, spec.mlp).register_forward_hook(summing_hook("mlp")))
+                    handles.append(getattr(block, str(spec.mlp)).register_forward_hook(summing_hook("mlp")))
             need_states = bool(wanted & {"hidden", "mean"})
             with torch.inference_mode():
                 output = self.base(

@@ -12,31 +12,37 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["model_similarity_task", "MAIN_SCORE", "DIMENSIONS_KEY"]
+from mteb_lrd import _compat
+
+__all__ = ["DIMENSIONS_KEY", "MAIN_SCORE", "model_similarity_task"]
 
 MAIN_SCORE = "spearman"
 DIMENSIONS_KEY = "mean_dimensions"
 _CLASSES: dict[type, type] = {}
 
 
-def _scored_by_model_similarity(cls: type) -> type:
-    """A subclass of the STS task class ``cls`` (single inheritance, so instances can be re-classed)."""
+def _score_subset(self: Any, model: Any, data_split: Any, **kwargs: Any) -> dict[str, Any]:
+    """The task's own subset scoring, plus ``mean_dimensions`` from the model's last similarity."""
+    if hasattr(model, "last_similarity_stats"):
+        model.last_similarity_stats = None  # never report a previous subset's #Dim
+    scores = getattr(super(type(self), self), _compat.SUBSET_METHODS[0])(model, data_split, **kwargs)
+    stats = getattr(model, "last_similarity_stats", None) or {}
+    if DIMENSIONS_KEY in stats:
+        scores[DIMENSIONS_KEY] = float(stats[DIMENSIONS_KEY])
+    return scores
 
-    def _evaluate_subset(self: Any, model: Any, data_split: Any, **kwargs: Any) -> Any:
-        if hasattr(model, "last_similarity_stats"):
-            model.last_similarity_stats = None  # never report a previous subset's #Dim
-        scores = cls._evaluate_subset(self, model, data_split, **kwargs)
-        stats = getattr(model, "last_similarity_stats", None) or {}
-        if DIMENSIONS_KEY in stats:
-            scores[DIMENSIONS_KEY] = float(stats[DIMENSIONS_KEY])
-        return scores
 
-    def _add_main_score(self: Any, scores: dict[str, Any]) -> None:
-        scores["main_score"] = scores[MAIN_SCORE]
+def _fill_main_score(self: Any, scores: dict[str, Any]) -> None:
+    scores["main_score"] = scores[MAIN_SCORE]
 
+
+def _scored_by_model_similarity(cls: type[Any]) -> type[Any]:
+    """A direct subclass of ``cls`` (same name and module; single inheritance, so instances can be
+    re-classed) whose subset and main-score methods (mteb's private names, from
+    :mod:`mteb_lrd._compat`) are the two functions above."""
     body = {
-        "_evaluate_subset": _evaluate_subset,
-        "_add_main_score": _add_main_score,
+        _compat.SUBSET_METHODS[0]: _score_subset,
+        _compat.MAIN_SCORE_METHOD: _fill_main_score,
         "__module__": cls.__module__,
     }
     return type(cls.__name__, (cls,), body)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -55,7 +55,7 @@ class ParallelCorpus:
         name: a label for the source (part of :attr:`identity`).
     """
 
-    def __init__(self, rows: dict[str, Sequence[str]], name: str = "parallel") -> None:
+    def __init__(self, rows: Mapping[str, Sequence[str]], name: str = "parallel") -> None:
         if not rows:
             raise ValueError("a parallel corpus needs at least one language")
         codes = {normalize_language(lang): list(texts) for lang, texts in rows.items()}
@@ -67,7 +67,7 @@ class ParallelCorpus:
         self.rows = codes
         self.languages = tuple(codes)
         # first occurrence wins for a text that appears in several rows
-        self._index = {code: {} for code in codes}
+        self._index: dict[str, dict[str, int]] = {code: {} for code in codes}
         for code, texts in codes.items():
             for i, text in enumerate(texts):
                 self._index[code].setdefault(text.strip(), i)

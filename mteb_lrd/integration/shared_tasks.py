@@ -11,11 +11,15 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mteb_lrd import _compat
 from mteb_lrd.defaults import DEMO_DATA
 from mteb_lrd.integration.local_tasks import content_hash, local_task, make_task
 from mteb_lrd.io import read_jsonl
+
+if TYPE_CHECKING:
+    from mteb.abstasks import AbsTask
 
 __all__ = [
     "SHARED_STS",
@@ -126,7 +130,7 @@ def demo_task() -> type:
     )
 
 
-def register_tasks(tasks: Iterable[type]) -> list[str]:
+def register_tasks(tasks: Iterable[type[AbsTask]]) -> list[str]:
     """Add task classes to mteb's task registry so ``mteb.get_task(name)`` and ``mteb run`` find them.
 
     Returns:

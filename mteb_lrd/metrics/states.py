@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["PreparedStates", "prepare_states", "subsample"]
@@ -33,10 +35,10 @@ class PreparedStates:
 def _to_numpy(states: object) -> np.ndarray:
     # torch tensors (CPU or GPU, any dtype) without importing torch here.
     if hasattr(states, "detach") and hasattr(states, "cpu"):
-        states = states.detach().cpu()
-        if str(getattr(states, "dtype", "")) == "torch.bfloat16":
-            states = states.float()
-        states = states.numpy()
+        tensor: Any = states.detach().cpu()
+        if str(getattr(tensor, "dtype", "")) == "torch.bfloat16":
+            tensor = tensor.float()
+        states = tensor.numpy()
     try:
         return np.asarray(states)
     except (TypeError, ValueError) as err:
