@@ -71,7 +71,7 @@ def _version(distribution: str) -> str:
 def _missing(distribution: str, name: str) -> SeamError:
     return SeamError(
         f"mteb-lrd needs {name}, which {distribution} {_version(distribution)} does not have; "
-        f"mteb-lrd is tested with the versions its setup.cfg allows (mteb>=2.26,<3)"
+        f"mteb-lrd is tested with the versions its setup.cfg allows (mteb>=2.26,<2.27: 2.26.0 and the newest 2.26.x are tested in CI)"
     )
 
 
