@@ -41,7 +41,7 @@ def _fill(store: VectorStore, chunks) -> VectorStore:
     return store
 
 
-def _spill_fds(folder: Path) -> list[str]:
+def open_paths_under(folder: Path) -> list[str]:
     """Open file descriptors of this process that point into ``folder`` (Linux)."""
     found = []
     for fd in os.listdir("/proc/self/fd"):
@@ -115,11 +115,11 @@ def test_validity_flags_and_errors(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
 def test_clear_closes_the_spill_file(tmp_path):
     store = _fill(VectorStore(0, "float32", tmp_path), _chunks())
-    assert _spill_fds(tmp_path)  # the anonymous file (and its mapping once read)
+    assert open_paths_under(tmp_path)  # the anonymous file (and its mapping once read)
     store.gather([("", "t1")])
-    assert 1 <= len(_spill_fds(tmp_path)) <= 2  # one mapping, not one per shard
+    assert 1 <= len(open_paths_under(tmp_path)) <= 2  # one mapping, not one per shard
     store.clear()
-    assert _spill_fds(tmp_path) == [] and list(tmp_path.iterdir()) == []
+    assert open_paths_under(tmp_path) == [] and list(tmp_path.iterdir()) == []
 
 
 def test_unwritable_spill_folder_is_a_clear_error(tmp_path):
