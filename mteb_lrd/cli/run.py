@@ -109,7 +109,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
         model, tokenizer=tokenizer, device=args.device, cache_dir=cache_dir, **options
     )
     result = mteb.evaluate(
-        wrapped,
+        wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
         tasks,
         cache=mteb.ResultCache(args.results),
         encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": True},
@@ -127,7 +127,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
 def print_summary(spec: str, task_results: list) -> None:
     """One line per task: main score and d0L of the first subset that has one."""
     for task_result in task_results:
-        rows = next(iter(task_result.scores.values()), [])
+        rows: list[dict] = next(iter(task_result.scores.values()), [])
         main = sum(r["main_score"] for r in rows) / max(len(rows), 1)
         d0l = next(
             (r["layer_dynamics"].get("summary", {}).get("frenet_d0L") for r in rows if "layer_dynamics" in r),
