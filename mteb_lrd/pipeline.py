@@ -107,14 +107,17 @@ def layer_dynamics(
     caps: Caps = DEFAULT_CAPS,
     seed: int = DEFAULT_SEED,
     params: MetricParams = DEFAULT_PARAMS,
+    rows: dict[str, np.ndarray] | None = None,
 ) -> LRDResult:
     """LRD of ``states`` ``(L+1, N, d)`` with each family on its own seeded sub-sample.
 
     When the three sub-samples coincide (``N`` at most every cap) one :func:`~mteb_lrd.lrd` call
     shares the kNN search; otherwise each family runs on its own rows. Neighbourhood sizes are
-    clamped to ``N - 1`` of each family's sample (recorded in ``result.params``).
+    clamped to ``N - 1`` of each family's sample (recorded in ``result.params``). ``rows``: each
+    family's rows of ``states`` when drawn already (``caps.rows`` of a larger set whose drawn rows
+    alone ``states`` holds); default ``caps.rows(N, seed)``.
     """
-    return _dynamics_on_rows(states, caps.rows(states.shape[1], seed), seed, params)
+    return _dynamics_on_rows(states, caps.rows(states.shape[1], seed) if rows is None else rows, seed, params)
 
 
 def profile_texts(

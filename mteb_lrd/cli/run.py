@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
 import sys
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
+from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 
 __all__ = ["add_lrd_options", "lrd_options", "register", "run"]
 
@@ -17,10 +21,12 @@ EPILOG = """examples:
   mteb-lrd run --model default --model all-mpnet-base-v2 --task LocalSTSBenchmark --task LocalSICK-R
   mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
   mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
+  mteb-lrd run --model ./big-decoder --task LocalSICK-R --memory-budget-mb 512 --store-dtype float16
 
 Results are normal mteb <Task>.json files (ResultCache layout) with two extra keys per subset:
 `layer_dynamics` and `per_layer`. Re-running resumes: finished tasks are skipped, results without
-the layer keys are re-run to add them; --overwrite re-runs everything.
+the layer keys are re-run to add them, and inside a task the per-layer vectors of finished shards
+come from the extraction cache (--cache-dir); --overwrite re-runs everything.
 """
 
 
@@ -40,19 +46,40 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nrs-cap", type=int, default=1000, help="texts for NRS (default 1000)")
     parser.add_argument("--gfmi-cap", type=int, default=5000, help="texts for GFMI (default 5000)")
     parser.add_argument("--overwrite", action="store_true", help="re-run tasks that already have results")
+    parser.add_argument("--memory-budget-mb", type=float, default=1024, metavar="MB",
+                        help="per-layer vectors kept in RAM per task; above it they go to a memory-mapped "
+                        "temporary file (default 1024; 0: always on disk)")  # fmt: skip
+    parser.add_argument("--store-dtype", choices=STORE_DTYPES, default="float32",
+                        help="dtype the per-layer vectors are kept in (float16: half the memory, "
+                        "per-layer scores change in about the 4th digit; default float32)")  # fmt: skip
+    parser.add_argument("--cache-dir", default=None, metavar="FOLDER",
+                        help="resumable extraction cache: a run killed inside a task recomputes only "
+                        "the missing shards (default <results>/mteb-lrd-cache, removed once the model's "
+                        "run finishes; a folder given here is kept)")  # fmt: skip
 
 
 def lrd_options(args: argparse.Namespace) -> dict:
     """``with_layer_dynamics`` options from the parsed arguments."""
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be a positive integer; got {args.batch_size}")
+    check_store_options(args.memory_budget_mb, args.store_dtype)
     return {
         "per_layer": not args.no_per_layer,
         "frenet_cap": args.frenet_cap,
         "nrs_cap": args.nrs_cap,
         "gfmi_cap": args.gfmi_cap,
         "default_batch_size": args.batch_size,
+        "memory_budget_mb": args.memory_budget_mb,
+        "store_dtype": args.store_dtype,
     }
+
+
+def extraction_cache(spec: str, args: argparse.Namespace) -> tuple[Path, bool]:
+    """The model's extraction cache folder and whether it is removed after a finished run."""
+    if args.cache_dir is not None:
+        return Path(args.cache_dir), False
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.strip("/"))[-100:] or "model"
+    return Path(args.results) / "mteb-lrd-cache" / safe, True
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,23 +104,30 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     name, model, tokenizer = load_for_mteb(spec, device=args.device)
-    wrapped = with_layer_dynamics(model, tokenizer=tokenizer, device=args.device, **options)
+    cache_dir, temporary = extraction_cache(spec, args)
+    wrapped = with_layer_dynamics(
+        model, tokenizer=tokenizer, device=args.device, cache_dir=cache_dir, **options
+    )
     result = mteb.evaluate(
-        wrapped,
+        wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
         tasks,
         cache=mteb.ResultCache(args.results),
-        encode_kwargs={"batch_size": args.batch_size},
+        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": True},
         overwrite_strategy="always" if args.overwrite else "only-missing",
         co2_tracker=False,
         show_progress_bar=True,
     )
+    if temporary:  # every task's results are written: the vectors are no longer needed to resume
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            cache_dir.parent.rmdir()
     return list(result.task_results)
 
 
 def print_summary(spec: str, task_results: list) -> None:
     """One line per task: main score and d0L of the first subset that has one."""
     for task_result in task_results:
-        rows = next(iter(task_result.scores.values()), [])
+        rows: list[dict] = next(iter(task_result.scores.values()), [])
         main = sum(r["main_score"] for r in rows) / max(len(rows), 1)
         d0l = next(
             (r["layer_dynamics"].get("summary", {}).get("frenet_d0L") for r in rows if "layer_dynamics" in r),

@@ -193,29 +193,11 @@ class LayerExtractor:
             TypeError: for non-string texts. ValueError: for an empty list.
         """
         cleaned, n_empty = clean_texts(texts)
-        if not cleaned:
-            raise ValueError("texts is empty: nothing to extract")
-        if prompt is None and self.is_sentence_transformer:
-            st = self.loaded.model
-            prompt = st.prompts.get(st.default_prompt_name) if st.default_prompt_name else None
-        order = self._length_order(cleaned)
-        sorted_texts = [cleaned[i] for i in order]
-        key = self._cache_key(sorted_texts, prompt) if self.cache is not None else None
-        shards = []
-        starts = range(0, len(sorted_texts), self.shard_size)
-        bar = tqdm(total=len(sorted_texts), desc="layers", unit="text", disable=not self.show_progress_bar)
-        with bar, self._hidden_states_enabled():
-            for shard_index, start in enumerate(starts):
-                chunk = sorted_texts[start : start + self.shard_size]
-                shard = self.cache.load(f"{key}-{shard_index}") if key else None
-                if shard is None:
-                    shard = self._run_shard(chunk, prompt, bar)
-                    if key:
-                        self.cache.save(f"{key}-{shard_index}", shard)
-                else:
-                    bar.update(len(chunk))
-                shards.append(shard)
-        inverse = np.argsort(order)
+        positions, shards = [], []
+        for shard_positions, shard in self.iter_shards(cleaned, prompt=prompt):
+            positions.append(shard_positions)
+            shards.append(shard)
+        inverse = np.argsort(np.concatenate(positions))
         states = np.concatenate([s["states"] for s in shards], axis=1)[:, inverse]
         embeddings = np.concatenate([s["embeddings"] for s in shards], axis=0)[inverse]
         return LayerStates(
@@ -227,6 +209,43 @@ class LayerExtractor:
             n_duplicates=len(cleaned) - len(set(cleaned)),
             texts_sha256=texts_digest(list(texts)),
         )
+
+    def iter_shards(
+        self, texts: Sequence[str], *, prompt: str | None = None
+    ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """:meth:`extract` one shard at a time, so that a caller never holds every vector at once.
+
+        Yields:
+            ``(positions, {"states": (L+1, n, d), "embeddings": (n, D)})`` per shard of
+            ``shard_size`` texts in the model's length order; ``positions`` are the shard's indices
+            into ``texts``. With a cache, a shard computed before is loaded instead of recomputed.
+
+        Raises:
+            TypeError: for non-string texts. ValueError: for an empty list.
+        """
+        cleaned, _ = clean_texts(texts)
+        if not cleaned:
+            raise ValueError("texts is empty: nothing to extract")
+        if prompt is None and self.is_sentence_transformer:
+            st = self.loaded.model
+            prompt = st.prompts.get(st.default_prompt_name) if st.default_prompt_name else None
+        order = self._length_order(cleaned)
+        sorted_texts = [cleaned[i] for i in order]
+        cache = self.cache
+        key = self._cache_key(sorted_texts, prompt) if cache is not None else ""
+        starts = range(0, len(sorted_texts), self.shard_size)
+        bar = tqdm(total=len(sorted_texts), desc="layers", unit="text", disable=not self.show_progress_bar)
+        with bar, self._hidden_states_enabled():
+            for shard_index, start in enumerate(starts):
+                chunk = sorted_texts[start : start + self.shard_size]
+                shard = cache.load(f"{key}-{shard_index}") if cache is not None else None
+                if shard is None:
+                    shard = self._run_shard(chunk, prompt, bar)
+                    if cache is not None:
+                        cache.save(f"{key}-{shard_index}", shard)
+                else:
+                    bar.update(len(chunk))
+                yield order[start : start + self.shard_size], shard
 
     def _length_order(self, texts: list[str]) -> np.ndarray:
         # The SentenceTransformer's own order makes our batches — and so its embeddings — identical

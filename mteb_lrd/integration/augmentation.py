@@ -9,13 +9,15 @@ forward pass. :mod:`mteb_lrd.integration.seams` calls :func:`augment_scores` aft
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mteb.abstasks.abstask import AbsTask
+from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.integration.options import (
@@ -28,7 +30,7 @@ from mteb_lrd.io import to_jsonable
 from mteb_lrd.pipeline import layer_dynamics as compute_layer_dynamics
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.store import TextKey
+    from mteb_lrd.integration.store import TextKey, VectorStore
     from mteb_lrd.integration.wrapper import LayerDynamicsModel
 
 __all__ = ["augment_scores", "layer_dynamics", "per_layer_scores"]
@@ -40,12 +42,16 @@ SubsetEvaluator = Callable[..., dict[str, Any]]
 
 
 def layer_dynamics(
-    states: np.ndarray, options: LayerDynamicsOptions, info: Mapping[str, Any]
+    store: VectorStore, keys: Sequence[TextKey], options: LayerDynamicsOptions, info: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The ``layer_dynamics`` entry for one task subset.
 
+    Only the rows each metric family samples are read from the store (layer by layer); the
+    numbers equal those of the metrics on every usable text with the same caps and seed.
+
     Args:
-        states: ``(L+1, N, d)`` pooled vectors of the task's texts (see the spec's texts rule).
+        store: the per-layer vectors the wrapper kept.
+        keys: the task's texts (see the spec's texts rule).
         options: caps, seed and metric parameters.
         info: extra fields recorded as they are (texts rule, prompt, pooling, final-norm convention).
 
@@ -54,19 +60,21 @@ def layer_dynamics(
         ``summary`` (``frenet_d0L`` first), N used per metric, caps, seed and ``n_dropped`` (rows with
         NaN / Inf / zero vectors at some layer, excluded).
     """
-    with np.errstate(invalid="ignore", over="ignore"):
-        valid = (np.isfinite(states).all(axis=2) & (np.abs(states).sum(axis=2) > 0)).all(axis=0)
-    x = states[:, valid]
-    n = x.shape[1]
-    record: dict[str, Any] = {**info, "n_texts": int(states.shape[1]), "n_dropped": int((~valid).sum())}
+    usable = np.flatnonzero(store.valid(keys))
+    n = usable.size
+    record: dict[str, Any] = {**info, "n_texts": len(keys), "n_dropped": int(len(keys) - n)}
     if n < 4:
         record["error"] = f"{n} usable texts: the metrics need at least 4"
         return to_jsonable(record)
     caps = options.caps
-    result = compute_layer_dynamics(x, caps, options.seed, options.params).to_dict()
-    result.pop("n_dropped")
-    record.update(result)
     index = caps.rows(n, options.seed)
+    drawn = np.unique(np.concatenate(list(index.values())))
+    states = store.gather([keys[i] for i in usable[drawn]])
+    local = {metric: np.searchsorted(drawn, idx) for metric, idx in index.items()}
+    result = compute_layer_dynamics(states, caps, options.seed, options.params, rows=local).to_dict()
+    result.pop("n_dropped")
+    result["n_input"] = n
+    record.update(result)
     record.update({"caps": asdict(caps), "n_used": {metric: int(idx.size) for metric, idx in index.items()}})
     return to_jsonable(record)
 
@@ -80,14 +88,24 @@ def per_layer_scores(
 ) -> dict[str, Any]:
     """The task's own evaluator run on every layer's stored vectors (no forward pass).
 
+    A tqdm bar counts the layers when the encode kwargs ask for progress bars.
+
     Returns:
         ``{"main_score": name, "layers": [0..L], "relative_depth": [l / L], "scores": [...]}``.
     """
     from mteb.timing import TimingStack
 
     num_states = wrapper.store.num_states
+    encode_kwargs = kwargs.get("encode_kwargs") or {}
+    bar = tqdm(
+        range(num_states),
+        desc=f"{task.metadata.name}: per-layer scores",
+        unit="layer",
+        disable=not encode_kwargs.get("show_progress_bar", False),
+        file=sys.stderr,
+    )
     scores = []
-    for layer in range(num_states):
+    for layer in bar:
         sub_kwargs = {**kwargs, "prediction_folder": None, "timer": TimingStack()}
         layer_scores = evaluate_subset(task, wrapper.layer_view(layer), data_split, **sub_kwargs)
         _compat.add_main_score(task, layer_scores)
@@ -130,14 +148,21 @@ def augment_scores(
     calls = wrapper.calls.get((meta.name, str(hf_split), str(hf_subset)), [])
     keys = _selected_keys(meta.type, calls)
     options = wrapper.options
+    store_info = wrapper.store.describe()
     try:
         if not keys:
             raise RuntimeError("the task encoded no texts through the wrapper")
         if options.layer_dynamics:
-            info = {"texts": texts_rule(meta.type), "prompt": keys[0][0], **wrapper.last_states_info}
-            scores["layer_dynamics"] = layer_dynamics(wrapper.store.gather(keys), options, info)
+            info = {
+                "texts": texts_rule(meta.type),
+                "prompt": keys[0][0],
+                **wrapper.last_states_info,
+                "store": store_info,
+            }
+            scores["layer_dynamics"] = layer_dynamics(wrapper.store, keys, options, info)
         if options.per_layer:
             scores["per_layer"] = per_layer_scores(task, wrapper, evaluate_subset, data_split, kwargs)
+            scores["per_layer"]["store"] = store_info
     except (ValueError, KeyError, RuntimeError) as err:
         message = f"mteb-lrd: no layer keys for {meta.name} ({hf_split}/{hf_subset}): {err}"
         logger.warning(message)

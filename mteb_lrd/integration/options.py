@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 
+from mteb_lrd.integration.store import check_store_options
 from mteb_lrd.parameters import DEFAULT_SEED, Caps, MetricParams
 
 __all__ = [
@@ -47,6 +49,14 @@ class LayerDynamicsOptions:
         rank / var_threshold: Frenet subspace rank (``None``: explained-variance rule).
         nrs_k / n_anchors / gfmi_k: neighbourhood sizes (clamped to ``N - 1`` on tiny tasks, recorded).
         default_batch_size: used when mteb passes no ``batch_size`` (mteb issue #3547).
+        memory_budget_mb: megabytes of per-layer vectors kept in RAM per task; above it they go to
+            a memory-mapped temporary file (``0``: always on disk; ``math.inf``: never).
+        store_dtype: ``"float32"`` (per-layer scores identical to keeping them in RAM) or
+            ``"float16"`` (half the bytes; scores change in about the 4th digit).
+        spill_dir: folder of that temporary file (default: the extraction cache folder when there
+            is one, else the system temporary folder; it should be a real disk, not a tmpfs).
+        shard_size: texts per extraction shard, the unit a resumed run recomputes at most once
+            (``None``: at most 1024 texts and about 64 MB of vectors, a multiple of the batch size).
 
     Raises:
         ValueError: for an invalid value (the message names the field).
@@ -64,6 +74,10 @@ class LayerDynamicsOptions:
     n_anchors: int = MetricParams.n_anchors
     gfmi_k: int = MetricParams.gfmi_k
     default_batch_size: int = 32
+    memory_budget_mb: float = 1024
+    store_dtype: str = "float32"
+    spill_dir: str | os.PathLike[str] | None = None
+    shard_size: int | None = None
 
     def __post_init__(self) -> None:
         self.caps  # noqa: B018 - validates the caps
@@ -71,6 +85,12 @@ class LayerDynamicsOptions:
         size = self.default_batch_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"default_batch_size must be a positive integer; got {size!r}")
+        check_store_options(self.memory_budget_mb, self.store_dtype)
+        shard = self.shard_size
+        if shard is not None and (isinstance(shard, bool) or not isinstance(shard, int) or shard < 1):
+            raise ValueError(f"shard_size must be a positive integer or None; got {shard!r}")
+        if self.spill_dir is not None and not isinstance(self.spill_dir, (str, os.PathLike)):
+            raise ValueError(f"spill_dir must be a folder path or None; got {self.spill_dir!r}")
         if not (self.layer_dynamics or self.per_layer):
             raise ValueError("layer_dynamics and per_layer are both off: nothing for the wrapper to add")
 

@@ -14,6 +14,7 @@ from those vectors (no forward pass).
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -38,12 +39,14 @@ __all__ = ["LayerDynamicsModel", "LayerView", "with_layer_dynamics"]
 
 logger = logging.getLogger(__name__)
 
+_SHARD_BYTES = 64 * 1024 * 1024
+
 CallKey = tuple[str, str, str]
 """``(task name, hf_split, hf_subset)`` of one ``encode`` call."""
 
 
 def _texts(inputs: Iterable[BatchedInput]) -> list[str]:
-    return [text for batch in inputs for text in batch["text"]]
+    return [text for batch in inputs for text in batch["text"]]  # type: ignore[typeddict-item]
 
 
 def _warn(message: str, category: type[Warning] = UserWarning) -> None:
@@ -57,7 +60,8 @@ class LayerDynamicsModel(AbsEncoder):
     Attributes:
         extractor: the one-pass extractor of every hidden state.
         options: what is computed per task subset.
-        store: the pooled per-layer vectors of the current task.
+        store: the pooled per-layer vectors of the current task (in RAM up to the memory budget,
+            then in a memory-mapped temporary file).
         calls: per ``(task, split, subset)``: the prompt type and keys of each ``encode`` call, until
             augmentation consumes them.
     """
@@ -80,10 +84,15 @@ class LayerDynamicsModel(AbsEncoder):
         backbone = inner.model if self.inner is not None else inner
         self.extractor = LayerExtractor(backbone, **extractor_kwargs)
         self.options = options
+        cache_dir = extractor_kwargs.get("cache_dir")
+        self.store = VectorStore(
+            options.memory_budget_mb,
+            options.store_dtype,
+            options.spill_dir if options.spill_dir is not None else cache_dir,
+        )
         self.mteb_model_meta = model_meta(
             self.inner, self.extractor.loaded.architecture.model, name, revision
         )
-        self.store = VectorStore()
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
         self.depth = 0
@@ -147,18 +156,44 @@ class LayerDynamicsModel(AbsEncoder):
             self.calls.clear()
         batch_size = int(kwargs.get("batch_size") or self.options.default_batch_size)
         self.extractor.batch_size = batch_size
-        self.extractor.shard_size = max(1, 1024 // batch_size) * batch_size
+        self.extractor.shard_size = self._shard_size(batch_size)
         self.extractor.show_progress_bar = bool(kwargs.get("show_progress_bar", False))
         prompt = self.resolve_prompt(task_metadata, prompt_type)
-        result = self.extractor.extract(texts, prompt=prompt)
-        if task_type not in SUPPORTED_TASK_TYPES:
+        supported = task_type in SUPPORTED_TASK_TYPES
+        if not supported:
             self.warn_unsupported(name, task_type)
-            return result.embeddings
         keys = [(prompt or "", text) for text in texts]
-        self.store.add(keys, result.states)
-        self.calls.setdefault((name, hf_split, hf_subset), []).append((prompt_type, keys))
-        self.last_states_info = {"pooling": result.pooling, "final_norm": result.final_norm}
-        return result.embeddings
+        embeddings: np.ndarray | None = None
+        try:
+            # One shard at a time: the vectors of a whole call are never held together.
+            for positions, shard in self.extractor.iter_shards(texts, prompt=prompt):
+                if embeddings is None:
+                    final = shard["embeddings"]
+                    embeddings = np.empty((len(texts), *final.shape[1:]), dtype=final.dtype)
+                embeddings[positions] = shard["embeddings"]
+                if supported:
+                    self.store.add([keys[i] for i in positions], shard["states"])
+        except BaseException:
+            self.store.clear()  # frees a spilled file now, not at the next task
+            self.calls.clear()
+            raise
+        if embeddings is None:
+            raise ValueError("texts is empty: nothing to encode")
+        if supported:
+            self.calls.setdefault((name, hf_split, hf_subset), []).append((prompt_type, keys))
+            self.last_states_info = {
+                "pooling": self.extractor.pooling,
+                "final_norm": self.extractor.final_norm,
+            }
+        return embeddings
+
+    def _shard_size(self, batch_size: int) -> int:
+        """Texts per extraction shard: the option, else <= 1024 texts and ~64 MB, whole batches."""
+        if self.options.shard_size is not None:
+            return self.options.shard_size
+        per_text = (self.extractor.num_layers + 1) * self.extractor.hidden_size * 4
+        texts = min(1024, max(1, _SHARD_BYTES // per_text))
+        return max(1, texts // batch_size) * batch_size
 
     # -- bookkeeping ------------------------------------------------------------------------
     def unaugmented(self) -> list[CallKey]:
@@ -240,6 +275,7 @@ def with_layer_dynamics(
     device: str | None = None,
     dtype: str | None = None,
     max_length: int = 512,
+    cache_dir: str | os.PathLike[str] | None = None,
     name: str | None = None,
     revision: str | None = None,
     **options: Any,
@@ -251,9 +287,13 @@ def with_layer_dynamics(
             :func:`mteb_lrd.prune`), a transformers model, or a path / name of either.
         tokenizer: tokenizer of a plain transformers model (decoders: pass it explicitly).
         pooling / final_norm / device / dtype / max_length: see :class:`~mteb_lrd.LayerExtractor`.
+        cache_dir: folder of the resumable extraction cache: every shard of per-layer vectors is
+            saved there, so a run killed inside a task recomputes only the missing shards
+            (``None``: no cache).
         name / revision: model name and revision for mteb results (default: the model's own).
         **options: fields of :class:`~mteb_lrd.integration.options.LayerDynamicsOptions` (caps, seed,
-            metric parameters, ``per_layer=False`` to skip the per-layer scores, ...).
+            metric parameters, ``per_layer=False`` to skip the per-layer scores, ``memory_budget_mb``,
+            ``store_dtype``, ...).
 
     Returns:
         An mteb encoder; pass it to ``mteb.evaluate`` like any model.
@@ -270,7 +310,7 @@ def with_layer_dynamics(
     extractor_kwargs = {
         "tokenizer": tokenizer, "pooling": pooling, "final_norm": final_norm, "device": device,
         "dtype": dtype, "max_length": max_length, "batch_size": opts.default_batch_size,
-        "show_progress_bar": False,
+        "show_progress_bar": False, "cache_dir": None if cache_dir is None else os.fspath(cache_dir),
     }  # fmt: skip
     seams.install()
     return LayerDynamicsModel(model, extractor_kwargs, opts, name=name, revision=revision)
