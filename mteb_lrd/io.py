@@ -29,6 +29,7 @@ __all__ = [
     "content_key",
     "read_json",
     "read_jsonl",
+    "temporary_folder",
     "texts_digest",
     "to_jsonable",
 ]
@@ -62,6 +63,27 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def temporary_folder(parent: str | os.PathLike[str], prefix: str) -> Path:
+    """A new, uniquely named folder in ``parent`` for building a result that is renamed into place.
+
+    Unlike ``tempfile.mkdtemp`` (mode ``0700``) the folder gets ``0777`` filtered by the umask, so
+    the finished folder, once renamed, is as readable as any other folder the user creates.
+
+    Args:
+        parent: where to create it (created when missing); use the target's own folder so the final
+            ``os.replace`` is a rename on one file system.
+        prefix: start of the folder name, e.g. ``".model.partial-"``.
+
+    Returns:
+        The new, empty folder.
+    """
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = parent / f"{prefix}{uuid.uuid4().hex[:12]}"
+    folder.mkdir(mode=0o777)
+    return folder
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
