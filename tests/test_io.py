@@ -70,7 +70,9 @@ def test_plugin_writers_keep_the_umask(tmp_path, umask):
 
 
 # Writes that bypass mteb_lrd.io: mkstemp / mkdtemp (0600 / 0700), non-atomic write_text / json.dump.
-_BYPASS = re.compile(r"mkstemp|mkdtemp|NamedTemporaryFile|\.write_text\(|\.write_bytes\(|json\.dump\(|np\.save\(")
+_BYPASS = re.compile(
+    r"mkstemp|mkdtemp|NamedTemporaryFile|\.write_text\(|\.write_bytes\(|json\.dump\(|np\.save\("
+)
 
 
 def test_no_module_writes_files_around_io():

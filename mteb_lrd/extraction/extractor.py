@@ -207,11 +207,11 @@ class LayerExtractor:
         with bar, self._hidden_states_enabled():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
-                shard = self.cache.load(f"{key}-{shard_index}") if key else None
+                shard = self.cache.load(f"{key}-{shard_index}", rows=len(chunk)) if key else None
                 if shard is None:
                     shard = self._run_shard(chunk, prompt, bar)
                     if key:
-                        self.cache.save(f"{key}-{shard_index}", shard)
+                        self.cache.save(f"{key}-{shard_index}", shard, rows=len(chunk))
                 else:
                     bar.update(len(chunk))
                 shards.append(shard)
