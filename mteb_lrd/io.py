@@ -31,6 +31,7 @@ __all__ = [
     "path_error",
     "read_json",
     "read_jsonl",
+    "read_jsonl_numbered",
     "temporary_folder",
     "texts_digest",
     "to_jsonable",
@@ -157,19 +158,33 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object.
         OSError: when the file cannot be read.
     """
+    return [row for _, row in read_jsonl_numbered(path)]
+
+
+def read_jsonl_numbered(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for every row of a JSON-lines file (blank lines skipped; lines count from 1).
+
+    Raises:
+        ValueError: ``<file>:<line>: ...`` for a line that is not a JSON object (or not UTF-8).
+        OSError: when the file cannot be read.
+    """
     path = Path(path)
     rows = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not a JSON object ({err.msg})") from err
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
+        number = 0
+        try:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{number}: not a JSON object ({err.msg})") from err
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+                rows.append((number, row))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}:{number + 1}: not UTF-8 text ({err.reason})") from err
     return rows
 
 
