@@ -187,7 +187,8 @@ def test_classification_label_errors(tmp_path):
         _load(folder, "Classification")
     folder = _classification_folder(tmp_path, ["a", "b", 1], ["a"])
     with pytest.raises(
-        LocalTaskError, match=r"train\.jsonl:3: label 1 \(int\) is not of the kind of 'a' \(str, at .*train\.jsonl:1\)"
+        LocalTaskError,
+        match=r"train\.jsonl:3: label 1 \(int\) is not of the kind of 'a' \(str, at .*train\.jsonl:1\)",
     ):
         _load(folder, "Classification")
     folder = _classification_folder(tmp_path, ["a", "b", 0.5], ["a"])
@@ -330,3 +331,21 @@ def test_any_malformed_pair_label_names_its_line(tmp_path_factory, line, value):
     task = local_task(folder, "PairClassification")()
     with pytest.raises(LocalTaskError, match=rf"test\.jsonl:{line}: field 'label' must be one of \[0, 1\]"):
         task.load_data()
+
+
+def test_new_supported_families_get_the_layer_keys(tmp_path, tiny_st):
+    rows = [{"text": t, "label": ["animals", "things"][i % 2]} for i, t in enumerate(TEXTS)]
+    _write(tmp_path / "clu" / "test.jsonl", rows)
+    folder = _reranking(
+        tmp_path,
+        [{"query_id": "q1", "corpus_ids": ["d0", "d2"]}, {"query_id": "q2", "corpus_ids": ["d1", "d3"]}],
+    )
+    tasks = [local_task(tmp_path / "clu", "Clustering")(), local_task(folder, "Reranking")()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no "no augmentation ran" warning
+        results = mteb.evaluate(with_layer_dynamics(tiny_st), tasks, cache=None, **RUN).task_results
+    for result in results:
+        row = result.scores["test"][0]
+        assert "layer_dynamics" in row and row["per_layer"]["layers"] == [0, 1, 2, 3, 4], result.task_name
+        if result.task_name != "clu":  # clustering's bootstrap draws from the task's running rng per layer
+            assert row["per_layer"]["scores"][-1] == pytest.approx(row["main_score"], abs=1e-6)
