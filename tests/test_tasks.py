@@ -64,7 +64,9 @@ def test_local_task_errors(tmp_path):
         local_task(tmp_path / "c", "Classification")
     _write(tmp_path / "bad" / "test.jsonl", [{"sentence1": "x"}])
     task = local_task(tmp_path / "bad", "STS")()
-    with pytest.raises(ValueError, match="lack the fields"):
+    with pytest.raises(
+        ValueError, match=r"bad/test\.jsonl:1: missing field 'sentence2'; the row has \['sentence1'\]"
+    ):
         task.load_data()
 
 

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "ERRORS", "build_parser", "main"]
 
 # sub-command modules, in the order `--help` lists them
 COMMANDS: tuple[str, ...] = (
@@ -49,19 +49,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    ImportError,
+    RuntimeError,
+)
+"""Exceptions printed as one line (``-v`` shows the traceback instead)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: parse ``argv`` and run the chosen command; errors print one clear line, exit 2."""
+    """Entry point: parse ``argv``, check outputs, run the chosen command; errors print one line, exit 2.
+
+    Before any model is loaded, every output folder / file is checked for writability, model paths
+    for existence and (offline) Hub tasks for availability; then any ``OSError``, ``ValueError``,
+    ``TypeError``, ``KeyError``, ``ImportError`` or ``RuntimeError`` prints
+    ``mteb-lrd <command>: error: <what, naming the path>`` on stderr.
+    """
+    from mteb_lrd.cli.checks import describe, preflight
+
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
     try:
+        preflight(args)
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as err:
+    except ERRORS as err:
         if args.verbose:
             raise
-        print(f"mteb-lrd {args.command}: error: {err}", file=sys.stderr)
+        print(f"mteb-lrd {args.command}: error: {describe(err)}", file=sys.stderr)
         return 2
 
 

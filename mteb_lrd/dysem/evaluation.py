@@ -4,9 +4,7 @@ grid, and DySem against its baselines through ``mteb.evaluate`` — the paper's 
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
 from mteb_lrd.dysem.model import DySemModel
 from mteb_lrd.dysem.tasks import DIMENSIONS_KEY, model_similarity_task
 from mteb_lrd.dysem.translation import read_jsonl
+from mteb_lrd.io import atomic_write_json
 
 __all__ = [
     "STS_TASKS",
@@ -212,24 +211,5 @@ def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], tasks: 
 
 
 def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> None:
-    """Write JSON to ``path`` through a temporary file and a rename (NaN written as null)."""
-
-    def clean(obj: Any) -> Any:
-        if isinstance(obj, float) and not np.isfinite(obj):
-            return None
-        if isinstance(obj, dict):
-            return {k: clean(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return [clean(v) for v in obj]
-        return obj
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(clean(payload), handle, indent=2, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON to ``path`` atomically through :mod:`mteb_lrd.io` (NaN written as null)."""
+    atomic_write_json(path, payload, indent=2)

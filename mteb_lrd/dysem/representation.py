@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from mteb_lrd.dysem.store import VectorStore, content_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
+from mteb_lrd.extraction.identity import weights_digest
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 
@@ -191,12 +192,7 @@ class RepresentationExtractor:
         digest = hashlib.sha256(config_json.encode())
         digest.update(type(self.model).__name__.encode())
         digest.update(f"{self.dtype}|{self.max_length}|{type(self.tokenizer).__name__}".encode())
-        with torch.no_grad():  # a cheap fingerprint of the weights: a strided sample of every tensor
-            for name, tensor in self.model.state_dict().items():
-                flat = tensor.detach().reshape(-1)
-                sample = flat[:: max(1, flat.numel() // 64)][:64].float().cpu().numpy()
-                digest.update(name.encode())
-                digest.update(sample.tobytes())
+        digest.update(weights_digest(self.model).encode())  # every byte of every tensor
         vocab = json.dumps(sorted(self.tokenizer.get_vocab().items())[:2000], ensure_ascii=False)
         digest.update(vocab.encode())
         return digest.hexdigest()[:32]

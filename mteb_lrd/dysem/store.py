@@ -8,13 +8,15 @@ a shard that cannot be read is reported, removed and recomputed, never used.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from mteb_lrd.io import atomic_write_bytes
 
 __all__ = ["VectorStore", "content_key"]
 
@@ -71,14 +73,8 @@ class VectorStore:
             raise ValueError(f"need one row per key: {len(keys)} keys, values of shape {values.shape}")
         if not keys:
             return
-        self.root.mkdir(parents=True, exist_ok=True)
         name = f"shard-{content_key(*keys)[:24]}.npz"
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, keys=np.asarray(keys, dtype=str), values=values)
-            os.replace(tmp, self.root / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=np.asarray(keys, dtype=str), values=values)
+        atomic_write_bytes(self.root / name, buffer.getvalue())
         self._load().update(zip(keys, values, strict=True))

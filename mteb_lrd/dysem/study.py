@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.io import atomic_write_text
+
 __all__ = ["DEFAULT_TASKS", "StudyOptions", "StudyResult", "model_path", "run_study"]
 
 DEFAULT_TASKS: tuple[str, ...] = ("STSBenchmark", "STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R")
@@ -257,8 +259,7 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
 
     stem = f"dysem-{path.name}"
     table_path, summary_path = out / f"{stem}.md", out / f"{stem}.json"
-    table_path.parent.mkdir(parents=True, exist_ok=True)
-    table_path.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(table_path, text + "\n")
     summary = {
         "model": str(path),
         "tasks": {t: {"pairs": sizes[t], "translations": covered[t]} for t in tasks},

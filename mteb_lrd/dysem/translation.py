@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mteb_lrd.dysem.languages import LANGUAGES, STSB_MULTI_LANGUAGES, normalize_language
 from mteb_lrd.dysem.store import content_key
+from mteb_lrd.io import atomic_write_json
 
 __all__ = [
     "TranslationSource",
@@ -224,15 +224,7 @@ class Seq2SeqTranslator:
         path = self._cache_path(source, target)
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self._caches[(source, target)], handle, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_json(path, self._caches[(source, target)], indent=None)
 
     def _generate(self, texts: list[str], source: str, target: str) -> list[str]:
         import torch

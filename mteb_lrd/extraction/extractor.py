@@ -238,11 +238,11 @@ class LayerExtractor:
         with bar, self._hidden_states_enabled():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
-                shard = cache.load(f"{key}-{shard_index}") if cache is not None else None
+                shard = cache.load(f"{key}-{shard_index}", rows=len(chunk)) if cache is not None else None
                 if shard is None:
                     shard = self._run_shard(chunk, prompt, bar)
                     if cache is not None:
-                        cache.save(f"{key}-{shard_index}", shard)
+                        cache.save(f"{key}-{shard_index}", shard, rows=len(chunk))
                 else:
                     bar.update(len(chunk))
                 yield order[start : start + self.shard_size], shard

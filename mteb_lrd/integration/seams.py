@@ -6,7 +6,8 @@ mteb has no evaluator hooks: every task family scores a subset through one of
 layer-dynamics wrapper** (recognised by its ``is_layer_dynamics_model`` marker), a subset's scores
 gain ``layer_dynamics`` and ``per_layer``, and a cached result lacking them counts as missing
 (re-running adds them instead of silently skipping). For any other model the wrapped functions
-call the originals unchanged. Wrappers take ``*args, **kwargs`` and bind them to the original's own
+call the originals unchanged, except that an existing result file mteb cannot parse (torn, edited)
+stops the run with a :class:`ResultFileError` naming the file, for every model. Wrappers take ``*args, **kwargs`` and bind them to the original's own
 signature, so a new mteb parameter passes straight through. Installing is idempotent.
 """
 
@@ -20,12 +21,35 @@ from typing import Any
 
 from mteb_lrd import _compat
 
-__all__ = ["ORIGINAL", "install", "installed", "is_layer_dynamics_model", "track"]
+__all__ = ["ORIGINAL", "ResultFileError", "install", "installed", "is_layer_dynamics_model", "track"]
 
 ORIGINAL = "__mteb_lrd_original__"
 """Attribute of every patched function holding the function it wraps."""
 
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+class ResultFileError(ValueError):
+    """An existing mteb result file (``<Task>.json``) cannot be read: torn or edited by hand."""
+
+
+def _unreadable_result(bound: inspect.BoundArguments, err: Exception) -> ResultFileError | None:
+    """The error naming the result file mteb failed to read, or ``None`` when no file is to blame."""
+    cache: Any = bound.arguments.get("cache")
+    task: Any = bound.arguments.get("task")
+    meta: Any = bound.arguments.get("meta")
+    try:
+        path = cache.get_task_result_path(task_name=task.metadata.name, model_name=meta)
+    except Exception:  # noqa: BLE001 - no cache / an unexpected mteb: keep mteb's own error
+        return None
+    if not path.is_file():
+        return None
+    reason = " ".join(str(err).split())[:200]
+    return ResultFileError(
+        f"{path}: cannot read this mteb result file, it is torn or was edited ({type(err).__name__}: {reason}); "
+        "move it away or delete it to re-run the task, or re-run everything with --overwrite "
+        "(overwrite_strategy='always')"
+    )
 
 
 def is_layer_dynamics_model(model: object) -> bool:
@@ -92,7 +116,18 @@ def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def check_cache(*args: Any, **kwargs: Any) -> Any:
-        existing, missing = original(*args, **kwargs)
+        try:
+            existing, missing = original(*args, **kwargs)
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ) as err:  # JSON / pydantic errors are ValueErrors
+            named = _unreadable_result(_bind(original, args, kwargs), err)
+            if named is None:
+                raise
+            raise named from err
         if existing is None:
             return existing, missing
         bound = _bind(original, args, kwargs)

