@@ -17,9 +17,12 @@ import functools
 import inspect
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from mteb_lrd import _compat
+
+if TYPE_CHECKING:
+    from mteb_lrd.integration.wrapper import LayerDynamicsModel
 
 __all__ = ["ORIGINAL", "ResultFileError", "install", "installed", "is_layer_dynamics_model", "track"]
 
@@ -52,7 +55,7 @@ def _unreadable_result(bound: inspect.BoundArguments, err: Exception) -> ResultF
     )
 
 
-def is_layer_dynamics_model(model: object) -> bool:
+def is_layer_dynamics_model(model: object) -> TypeGuard[LayerDynamicsModel]:
     """Whether ``model`` is a layer-dynamics wrapper (by its marker, not by class identity)."""
     return getattr(model, "is_layer_dynamics_model", False) is True
 
@@ -94,7 +97,8 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def evaluate_subset(*args: Any, **kwargs: Any) -> Any:
         bound = _bind(original, args, kwargs)
-        task, model = bound.arguments.get("self"), bound.arguments.get("model")
+        task: Any = bound.arguments.get("self")
+        model = bound.arguments.get("model")
         if not is_layer_dynamics_model(model) or model.depth > 0:
             return original(*args, **kwargs)
         model.depth += 1
@@ -155,9 +159,11 @@ def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _subclasses(cls: type) -> list[type]:
-    found, stack = [], [cls]
+    found: list[type] = []
+    stack: list[type] = [cls]
     while stack:
-        for sub in stack.pop().__subclasses__():
+        children: list[type] = type.__subclasses__(stack.pop())
+        for sub in children:
             if sub not in found:
                 found.append(sub)
                 stack.append(sub)
