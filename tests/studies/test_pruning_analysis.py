@@ -12,7 +12,8 @@ from mteb_lrd.studies.pruning_analysis import analyse_pruning, random_seed_sprea
 def _record(model: str, gfmi: float, random_by_seed: dict[int, float]) -> dict:
     choices = [{"method": "gfmi", "seed": None, "budget": 0.2, "delta": gfmi, "speedup": 1.1}]
     choices += [
-        {"method": "random", "seed": s, "budget": 0.2, "delta": d, "speedup": 1.1} for s, d in random_by_seed.items()
+        {"method": "random", "seed": s, "budget": 0.2, "delta": d, "speedup": 1.1}
+        for s, d in random_by_seed.items()
     ]
     return {"model": {"name": model}, "task": "T", "choices": choices}
 
@@ -39,7 +40,10 @@ def test_analysis_reports_random_range_and_membership():
     assert spread["mean"] == pytest.approx(-0.03)
     assert analysis["table"]["gfmi"]["0.2"]["mean"] == pytest.approx(-0.03)
     assert analysis["table"]["gfmi"]["0.2"]["within_random_range"] is True
-    outside = [_record("a", 0.05, {0: 0.0, 1: -0.02, 2: -0.04}), _record("b", 0.05, {0: -0.02, 1: -0.04, 2: -0.06})]
+    outside = [
+        _record("a", 0.05, {0: 0.0, 1: -0.02, 2: -0.04}),
+        _record("b", 0.05, {0: -0.02, 1: -0.04, 2: -0.06}),
+    ]
     assert analyse_pruning(outside, n_resamples=100)["table"]["gfmi"]["0.2"]["within_random_range"] is False
 
 
