@@ -102,6 +102,8 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += [
         f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
         "",
+        f"Definitions: `reproduce={analysis.get('reproduce', 'ours')}` (see docs/method.md).",
+        "",
     ]
     lines += _table(
         ["model", "family", "params (M)", "dim", "layers", "kind"],
@@ -131,7 +133,12 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
         "n_negative",
     ]
     lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order if n in headline])
-    lines += ["", "### Controls: partial Spearman ρ (median over tasks)", ""]
+    method = (
+        "Pearson (the authors' residualised form)"
+        if analysis.get("partial_method") == "pearson"
+        else "Spearman"
+    )
+    lines += ["", f"### Controls: partial {method} ρ (median over tasks)", ""]
     partial = analysis["partial"]
     lines += _table(
         ["score", "raw", *[f"controlling {c}" for c in partial]],
