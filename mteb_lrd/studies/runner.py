@@ -152,12 +152,13 @@ def task_texts(task: Any, order: str = "interleaved") -> list[str]:
     return list(dict.fromkeys(texts))
 
 
-def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> str | None:
-    """The prompt of a cell's LRD extraction under ``policy`` (:data:`LRD_PROMPTS`).
+def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> str:
+    """The prompt of a cell's LRD extraction under ``policy`` (:data:`LRD_PROMPTS`); ``""`` = none.
 
     ``mteb``: for a SentenceTransformer the prompt mteb's wrapper uses for the task (its
-    ``model_prompts``; else the model's default prompt, as ``encode`` applies it); ``None`` for a
-    plain transformers model (scored without a prompt). ``none``: ``None``.
+    ``model_prompts``; else the model's default prompt, as ``encode`` applies it); none for a plain
+    transformers model (scored without a prompt). ``none``: none. The empty string (not ``None``)
+    keeps the extractor from falling back to a SentenceTransformer's default prompt.
 
     Raises:
         ValueError: for an unknown policy.
@@ -165,16 +166,16 @@ def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> s
     if policy not in LRD_PROMPTS:
         raise ValueError(f"lrd_prompt must be one of {LRD_PROMPTS}; got {policy!r}")
     if policy == "none" or model.tokenizer is not None:
-        return None
+        return ""
     from mteb.models import SentenceTransformerEncoderWrapper
 
     prompts = getattr(SentenceTransformerEncoderWrapper(model.model), "model_prompts", None)
     prompt = _compat.resolve_prompt(prompts, task_metadata, None) if prompts else None
     if prompt is not None:
-        return prompt
+        return str(prompt)
     st = model.model
     name = getattr(st, "default_prompt_name", None)
-    return st.prompts.get(name) if name else None
+    return str(st.prompts.get(name) or "") if name else ""
 
 
 def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
@@ -335,7 +336,8 @@ def profile_cell(
         batch_size: texts per forward pass.
         reproduce: ``"ours"`` or ``"authors"``: the authors' summaries, last-token rule
             (``last_token="reference"``) and pooling override table.
-        prompt: the extraction prompt (:func:`lrd_prompt`).
+        prompt: the extraction prompt (:func:`lrd_prompt`; ``""`` = none, ``None`` = the
+            SentenceTransformer's default prompt).
         lrd_kwargs: :class:`~mteb_lrd.parameters.MetricParams` fields.
 
     Raises:

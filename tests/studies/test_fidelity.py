@@ -80,3 +80,20 @@ def test_analyse_selection_authors_mode():
     assert per.rho == pytest.approx(expected.statistic)
     with pytest.raises(ValueError, match="method"):
         partial_per_task(scores, main, models, "log_dim", method="kendall")
+
+
+def test_lrd_prompt_policies(tiny_st_dir):
+    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.studies.runner import load_study_model, lrd_prompt
+
+    model = load_study_model(str(tiny_st_dir))
+    meta = make_task("STS", "OrderSTS", lambda: {"default": {"test": PAIRS}}).metadata
+    assert lrd_prompt(model, meta, "mteb") == "" == lrd_prompt(model, meta, "none")
+    model.model.prompts = {"query": "q: ", "document": "d: "}
+    model.model.default_prompt_name = "query"
+    assert lrd_prompt(model, meta, "mteb") == "q: "  # encode's default prompt, as mteb's run applies it
+    model.model.prompts = {"STS": "sts: ", "query": "q: ", "document": "d: "}
+    assert lrd_prompt(model, meta, "mteb") == "sts: "  # mteb's task-type prompt wins
+    assert lrd_prompt(model, meta, "none") == ""
+    with pytest.raises(ValueError, match="lrd_prompt"):
+        lrd_prompt(model, meta, "task")

@@ -56,7 +56,7 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
         # each family on its own sub-sample; one pass over their union
         assert rec["n_per_family"] == {"frenet": 8, "nrs": 6, "gfmi": 12} and rec["n_texts"] == len(TEXTS)
         assert 12 <= rec["n_used"] <= 16 and rec["lrd_params"]["gfmi_k"] == 3
-        assert rec["reproduce"] == "ours" and rec["text_order"] == "interleaved" and rec["prompt"] is None
+        assert rec["reproduce"] == "ours" and rec["text_order"] == "interleaved" and rec["prompt"] == ""
         assert rec["scores"]["rankme"] >= 1 and np.isfinite(rec["scores"]["frenet_d0L"])
     analysis = analyse_selection(records)
     # four models, one task: every non-constant score has exactly one per-task ρ, as scipy computes it
@@ -127,7 +127,7 @@ def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_tas
         progress=None,
     )
     (record,) = load_records(tmp_path)
-    assert record["reproduce"] == "authors" and record["prompt"] is None
+    assert record["reproduce"] == "authors" and record["prompt"] == ""
     assert record["extraction"]["last_token"] == "reference" and record["extraction"]["batch_size"] == 4
     assert analyse_selection([record])["reproduce"] == "authors"
     with pytest.raises(ValueError, match="mix reproduce modes"):
