@@ -224,7 +224,8 @@ class LayerExtractor:
     @property
     def hidden_size(self) -> int:
         """Width ``d`` of the hidden states."""
-        return int(self.loaded.architecture.model.config.hidden_size)
+        config: Any = self.loaded.architecture.model.config
+        return int(config.hidden_size)
 
     @property
     def is_sentence_transformer(self) -> bool:
@@ -265,10 +266,10 @@ class LayerExtractor:
         with bar, self._hidden_states_enabled(), self._truncation():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
-                shard = self.cache.load(f"{key}-{shard_index}") if key else None
+                shard = self.cache.load(f"{key}-{shard_index}") if key and self.cache is not None else None
                 if shard is None:
                     shard = self._run_shard(chunk, prompt, bar)
-                    if key:
+                    if key and self.cache is not None:
                         self.cache.save(f"{key}-{shard_index}", shard)
                 else:
                     bar.update(len(chunk))
@@ -336,11 +337,11 @@ class LayerExtractor:
                 final, features = None, None
         hidden = self._apply_final_norm(list(hidden), captured)
         if self._pooling_module is not None:
-            pooled = [
+            per_layer = [
                 self._pooling_module({**features, "token_embeddings": h})["sentence_embedding"]
                 for h in hidden
             ]
-            pooled = torch.stack([p.float() for p in pooled])
+            pooled = torch.stack([p.float() for p in per_layer])
         else:
             rule = "reference" if self.last_token == "reference" else "true"
             pooled = torch.stack([pool(h, mask, self.pooling, rule) for h in hidden])
@@ -433,7 +434,7 @@ class LayerExtractor:
     @contextlib.contextmanager
     def _hidden_states_enabled(self) -> Iterator[None]:
         """Make the SentenceTransformer's backbone return all hidden states, and restore the config."""
-        config = self.loaded.architecture.model.config
+        config: Any = self.loaded.architecture.model.config
         previous = getattr(config, "output_hidden_states", False)
         if self.is_sentence_transformer:
             config.output_hidden_states = True

@@ -154,12 +154,13 @@ def load_model(
             tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(name)
     else:
         name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
-    if is_sentence_transformer(model):
-        architecture = locate(model)
+    module: Any = model  # a SentenceTransformer or a transformers model (both torch modules)
+    if is_sentence_transformer(module):
+        architecture = locate(module)
         name = str(getattr(architecture.model.config, "name_or_path", "") or name)
         if dtype is not None:
-            model.to(dtype)
-        return LoadedModel(model.to(device).eval(), None, architecture, name)
+            module.to(dtype)
+        return LoadedModel(module.to(device).eval(), None, architecture, name)
     if tokenizer is None:
         path = getattr(getattr(model, "config", None), "name_or_path", None)
         if not path:
@@ -167,7 +168,7 @@ def load_model(
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path)
-    architecture = locate(model)
+    architecture = locate(module)
     if dtype is not None:
-        model.to(dtype)
-    return LoadedModel(model.to(device).eval(), tokenizer, architecture, name)
+        module.to(dtype)
+    return LoadedModel(module.to(device).eval(), tokenizer, architecture, name)
