@@ -97,3 +97,26 @@ def test_lrd_prompt_policies(tiny_st_dir):
     assert lrd_prompt(model, meta, "none") == ""
     with pytest.raises(ValueError, match="lrd_prompt"):
         lrd_prompt(model, meta, "task")
+
+
+def test_study_cli_caps_and_switches():
+    import argparse
+
+    from mteb_lrd.cli import prune_study, select
+    from mteb_lrd.parameters import Caps
+
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers()
+    select.register(subparsers)
+    prune_study.register(subparsers)
+    args = parser.parse_args(["select", "--out", "x"])
+    assert select.study_caps(args) == Caps(1000, 1000, 5000)
+    assert (args.reproduce, args.text_order, args.lrd_prompt) == ("ours", "interleaved", "mteb")
+    args = parser.parse_args(
+        ["prune-study", "--out", "x", "--caps", "10", "0", "30", "--reproduce", "authors"]
+    )
+    assert select.study_caps(args) == Caps(10, None, 30) and args.reproduce == "authors"
+    args = parser.parse_args(["select", "--out", "x", "--caps", "10", "0", "30", "--text-cap", "50"])
+    assert select.study_caps(args) == Caps(50, 50, 50)
+    with pytest.raises(ValueError, match="frenet_cap"):
+        select.study_caps(parser.parse_args(["select", "--out", "x", "--text-cap", "2"]))
