@@ -12,8 +12,9 @@ import numpy as np
 from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates
 from mteb_lrd.metrics.frenet import frenet
 from mteb_lrd.metrics.gfmi import gfmi
-from mteb_lrd.metrics.lrd import LRDResult, lrd
+from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
 from mteb_lrd.metrics.nrs import nrs
+from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
 
 __all__ = [
@@ -22,8 +23,30 @@ __all__ = [
     "MetricParams",
     "degenerate_input_warnings",
     "layer_dynamics",
+    "lrd_summary",
     "profile_texts",
 ]
+
+
+def lrd_summary(result: LRDResult, reproduce: str = "ours") -> dict[str, float]:
+    """The flat model-level scores of ``result`` (``frenet_d0L``, ``nrs_mean_jaccard``, …).
+
+    Args:
+        result: an LRD result.
+        reproduce: ``"ours"`` (:meth:`LRDResult.summary`) or ``"authors"`` (the Frenet summaries
+            the released code defines differently, :func:`~mteb_lrd.metrics.summaries.authors_frenet_summary`;
+            NRS and GFMI summaries are the same in both).
+
+    Raises:
+        ValueError: for an unknown mode.
+    """
+    if reproduce not in REPRODUCE_MODES:
+        raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {reproduce!r}")
+    out = result.summary()
+    if reproduce == "authors":
+        f = result.frenet
+        out.update({f"frenet_{k}": v for k, v in authors_frenet_summary(f.speed, f.curvature, f.d0L).items()})
+    return out
 
 
 @dataclass(frozen=True)
@@ -35,11 +58,22 @@ class LayerDynamics:
     seed: int
     n_texts: int
     extraction: dict[str, Any] = field(default_factory=dict)
+    reproduce: str = "ours"
+
+    def summary(self) -> dict[str, float]:
+        """The model-level scores under this result's ``reproduce`` mode (:func:`lrd_summary`)."""
+        return lrd_summary(self.result, self.reproduce)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: the LRD profiles and summaries plus caps, seed, N and extraction settings."""
+        out = self.result.to_dict()
+        if self.reproduce != "ours":
+            out["summary"] = to_jsonable(self.summary())
+            frenet = {k[len("frenet_") :]: v for k, v in self.summary().items() if k.startswith("frenet_")}
+            out["frenet"]["summary"] = to_jsonable(frenet)
         return {
-            **self.result.to_dict(),
+            **out,
+            "reproduce": self.reproduce,
             "caps": asdict(self.caps),
             "seed": self.seed,
             "n_texts": self.n_texts,
@@ -128,13 +162,20 @@ def profile_texts(
     seed: int = DEFAULT_SEED,
     prompt: str | None = None,
     params: MetricParams = DEFAULT_PARAMS,
+    reproduce: str = "ours",
 ) -> tuple[LayerDynamics, LayerStates]:
     """Extract only the texts some family samples, then compute their layer dynamics.
+
+    ``reproduce`` chooses the summary definitions (:func:`lrd_summary`); the extraction options of
+    the authors' mode (``last_token="reference"``, ``pooling_overrides="reference"``, no prompt)
+    belong to ``extractor`` and ``prompt``.
 
     Returns:
         The layer dynamics, and the extracted states of the sampled texts (the union of the
         families' rows, in ``texts`` order).
     """
+    if reproduce not in REPRODUCE_MODES:
+        raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {reproduce!r}")
     rows = caps.rows(len(texts), seed)
     union = np.unique(np.concatenate(list(rows.values())))
     extracted = extractor.extract([texts[i] for i in union], prompt=prompt)
@@ -146,4 +187,4 @@ def profile_texts(
         "n_empty_replaced": extracted.n_empty_replaced,
         "n_duplicates": extracted.n_duplicates,
     }
-    return LayerDynamics(result, caps, seed, len(texts), info), extracted
+    return LayerDynamics(result, caps, seed, len(texts), info, reproduce), extracted

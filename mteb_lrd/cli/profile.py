@@ -78,6 +78,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dtype", help="float32, float16 or bfloat16 (default: the model's)")
     parser.add_argument("--pooling", default="auto", choices=["auto", "mean", "cls", "last"])
     parser.add_argument("--final-norm", default="as_is", choices=["as_is", "all", "none"])
+    parser.add_argument("--max-length", type=int, default=512, help="token truncation (default 512)")
+    parser.add_argument(
+        "--reproduce",
+        default="ours",
+        choices=["ours", "authors"],
+        help="'authors': their summary definitions, decoder last-token rule and pooling overrides",
+    )
     parser.add_argument("--prompt", help="instruction prepended to every text")
     parser.add_argument("--cache-dir", help="resumable cache of pooled states")
     parser.add_argument("--seed", type=int, default=42)
@@ -94,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     extractor = LayerExtractor(
         args.model or str(default_model_path()),
         pooling=args.pooling,
+        pooling_overrides="reference" if args.reproduce == "authors" else None,
+        last_token="reference" if args.reproduce == "authors" else "true",
         final_norm=args.final_norm,
+        max_length=args.max_length,
         batch_size=args.batch_size,
         device=args.device,
         dtype=args.dtype,
@@ -108,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         prompt=args.prompt,
         params=MetricParams(nrs_k=args.nrs_k, gfmi_k=args.gfmi_k, backend=args.backend),
+        reproduce=args.reproduce,
     )
     result = dynamics.result
     print(
@@ -120,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         curv = f"{result.frenet.curvature[layer - 1]:8.4f}" if 0 < layer < result.num_layers else " " * 8
         jac = f"{result.nrs.jaccard[layer]:8.4f}" if layer < result.num_layers else " " * 8
         print(f"{layer:>5} {speed} {curv} {jac} {result.gfmi.auc[layer]:9.3f}")
-    for key, value in result.summary().items():
+    for key, value in dynamics.summary().items():
         if key.endswith(("d0L", "mean_jaccard", "mean_auc", "total_arc_length", "mean_curvature")):
             print(f"{key:>28}: {value:.4f}")
     if args.out:

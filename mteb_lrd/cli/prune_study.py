@@ -6,7 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from mteb_lrd.cli.select import add_study_task_arguments, build_study_tasks
+from mteb_lrd.cli.select import (
+    add_lrd_study_arguments,
+    add_study_task_arguments,
+    build_study_tasks,
+    study_caps,
+)
 
 __all__ = ["register", "run"]
 
@@ -17,7 +22,7 @@ examples:
   mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
   mteb-lrd prune-study --report-only --out results/prune
 
-Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0, 1, 2), last-k,
+Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9, random.Random(seed).sample as the authors), last-k,
 shortgpt (block influence, masked, fp32), angular (Gromov et al., contiguous run).
 Candidates protect --protect layers at each end; budgets default to 5/10/15/20/25 %.
 --mapping reference (default): hidden-state id l -> block l (as the reference code);
@@ -45,9 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.10, 0.15, 0.20, 0.25])
     parser.add_argument("--protect", type=int, default=3, help="layers kept at each end (default 3)")
     parser.add_argument("--mapping", choices=["reference", "producer"], default="reference")
-    parser.add_argument(
-        "--text-cap", type=int, default=300, help="texts per task for the profiles (default %(default)s)"
-    )
+    add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--out", required=True, help="study folder (records + report)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
@@ -71,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
                 budgets=args.budgets,
                 protect=args.protect,
                 mapping=args.mapping,
-                text_cap=args.text_cap,
+                caps=study_caps(args),
                 seed=args.seed,
                 batch_size=args.batch_size,
                 max_length=args.max_length,
+                reproduce=args.reproduce,
+                text_order=args.text_order,
+                prompt_policy=args.lrd_prompt,
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

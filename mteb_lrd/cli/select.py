@@ -5,8 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["register", "run", "add_study_task_arguments", "build_study_tasks"]
+if TYPE_CHECKING:
+    from mteb_lrd.parameters import Caps
+
+__all__ = [
+    "add_lrd_study_arguments",
+    "add_study_task_arguments",
+    "build_study_tasks",
+    "register",
+    "run",
+    "study_caps",
+]
 
 EPILOG = """\
 examples:
@@ -17,7 +28,8 @@ examples:
 
 Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
 The report is OUT/selection.md + selection.html + scatter_*.png; OUT/selection.json has every number.
-Full size on a GPU: --max-pairs 0 --max-train 0 --max-test 0 --text-cap 1000.
+Full size (the reference's per-family caps are the default): --max-pairs 0 --max-train 0 --max-test 0.
+The authors' definitions and extraction: --reproduce authors (recorded in every cell).
 """
 
 
@@ -55,6 +67,48 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
     )
 
 
+def add_lrd_study_arguments(parser: argparse.ArgumentParser) -> None:
+    """LRD sampling and fidelity options shared by ``select`` and ``prune-study``."""
+    parser.add_argument(
+        "--caps",
+        nargs=3,
+        type=int,
+        default=[1000, 1000, 5000],
+        metavar=("FRENET", "NRS", "GFMI"),
+        help="texts per task for each family, 0 = all (default the reference's 1000 1000 5000)",
+    )
+    parser.add_argument(
+        "--text-cap", type=int, default=None, help="one cap for all three families (overrides --caps)"
+    )
+    parser.add_argument(
+        "--reproduce",
+        choices=["ours", "authors"],
+        default="ours",
+        help="'authors': their summary definitions, decoder last-token rule, pooling overrides, no LRD "
+        "prompt and partial Pearson on log(dim) (default: ours)",
+    )
+    parser.add_argument(
+        "--text-order",
+        choices=["interleaved", "columns"],
+        default="interleaved",
+        help="pair tasks' text order before sub-sampling (default: rows interleaved, as the authors)",
+    )
+    parser.add_argument(
+        "--lrd-prompt",
+        choices=["mteb", "none"],
+        default="mteb",
+        help="prompt of the LRD extraction: the one mteb's run uses (default) or none",
+    )
+
+
+def study_caps(args: argparse.Namespace) -> Caps:
+    """The :class:`~mteb_lrd.parameters.Caps` named by :func:`add_lrd_study_arguments` options."""
+    from mteb_lrd.parameters import Caps
+
+    values = [args.text_cap] * 3 if args.text_cap is not None else list(args.caps)
+    return Caps(*[v or None for v in values])
+
+
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
     from mteb_lrd.studies.tasks import study_tasks
@@ -85,9 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--models", nargs="+", default=list(PANEL), help="panel names or model folders (default: the panel)"
     )
     add_study_task_arguments(parser, default_pairs=200, default_test=200)
-    parser.add_argument(
-        "--text-cap", type=int, default=500, help="texts per task for the LRD metrics (default %(default)s)"
-    )
+    add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--out", required=True, help="study folder (records + report)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
@@ -108,10 +160,13 @@ def run(args: argparse.Namespace) -> int:
                 args.models,
                 build_study_tasks(args),
                 out,
-                text_cap=args.text_cap,
+                caps=study_caps(args),
                 seed=args.seed,
                 batch_size=args.batch_size,
                 max_length=args.max_length,
+                reproduce=args.reproduce,
+                text_order=args.text_order,
+                prompt_policy=args.lrd_prompt,
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -120,7 +175,11 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         print(f"error: no records in {out}/records", file=sys.stderr)
         return 2
-    analysis = analyse_selection(records)
+    try:
+        analysis = analyse_selection(records)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     write_record(out / "selection.json", analysis)
     print(write_selection_report(analysis, out, HEADLINE_SCORES))
     return 0

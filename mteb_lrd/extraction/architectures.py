@@ -127,6 +127,8 @@ def locate(model: object) -> LocatedArchitecture:
             continue
         parent_path, _, attribute = spec.blocks.rpartition(".")
         parent = _resolve(hf_model, parent_path) if parent_path else hf_model
+        if parent is None:  # pragma: no cover - the blocks were found under this path
+            continue
         final_norm = _resolve(hf_model, spec.final_norm) if spec.final_norm else None
         if spec.final_norm and final_norm is None:
             continue

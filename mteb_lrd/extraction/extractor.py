@@ -2,16 +2,19 @@
 
 One forward pass per batch yields every layer (the reference re-runs the model once per 8
 layers). SentenceTransformers go through their own pipeline (same tokenisation, same length-sorted
-batches, same modules) so the final embedding is the one ``encode`` returns, and each layer is
-pooled with the model's own pooling module. Plain transformers models pool with mean (encoders)
-or the last token (decoders, left padding). Results can be cached on disk in shards, so an
-interrupted run resumes where it stopped.
+batches, same modules, truncation at ``min(max_length, max_seq_length)``) so the final embedding is
+the one ``encode`` returns, and each layer is pooled with the model's own pooling module. Plain
+transformers models pool as :func:`~mteb_lrd.extraction.pooling.resolve_pooling` decides (an
+override, the model's sentence-transformers pooling config, else mean for encoders and the last
+token for decoders, left padding). Results can be cached on disk in shards, so an interrupted run
+resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +25,24 @@ from tqdm.auto import tqdm
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.extraction.identity import model_identity
-from mteb_lrd.extraction.loading import load_model, resolve_device, resolve_dtype
-from mteb_lrd.extraction.pooling import POOLINGS, pool
+from mteb_lrd.extraction.loading import (
+    load_model,
+    resolve_device,
+    resolve_dtype,
+    sentence_transformers_pooling_config,
+)
+from mteb_lrd.extraction.pooling import (
+    LAST_TOKEN_RULES,
+    POOLINGS,
+    REFERENCE_POOLING_OVERRIDES,
+    pool,
+    resolve_pooling,
+)
 from mteb_lrd.io import content_key, texts_digest
 
 __all__ = [
     "FINAL_NORMS",
+    "REFERENCE_DECODER_BATCH",
     "LayerStates",
     "LayerExtractor",
     "extract_layer_states",
@@ -36,6 +51,8 @@ __all__ = [
 
 FINAL_NORMS: tuple[str, ...] = ("as_is", "all", "none")
 _CACHE_FORMAT = 1
+REFERENCE_DECODER_BATCH = 4
+"""Batch size of the authors' decoder extraction; ``last_token="reference"`` uses it."""
 
 
 @dataclass(frozen=True)
@@ -94,15 +111,27 @@ class LayerExtractor:
     Args:
         model: a SentenceTransformer, a transformers model, or a path / name of either.
         tokenizer: the tokenizer of a plain transformers model (loaded from the model when omitted).
-        pooling: ``"auto"`` (the SentenceTransformer's own pooling; mean for plain encoders; last
-            token for decoders) or one of ``"mean"``, ``"cls"``, ``"last"`` for plain models.
+        pooling: ``"auto"`` (the SentenceTransformer's own pooling; for plain models
+            :func:`~mteb_lrd.extraction.pooling.resolve_pooling`: an override, the model's
+            sentence-transformers pooling config, else mean for encoders (with a warning) and the
+            last token for decoders) or one of ``"mean"``, ``"cls"``, ``"last"`` for plain models.
+        pooling_overrides: ``None``, ``"reference"`` (the authors' table
+            :data:`~mteb_lrd.extraction.pooling.REFERENCE_POOLING_OVERRIDES`: bge / gte /
+            arctic / mxbai → CLS, GritLM → mean) or a ``{model id: mode}`` mapping; used with
+            ``pooling="auto"`` for plain models.
+        last_token: decoders pooled with ``"last"``: ``"true"`` (default, the last real token) or
+            ``"reference"`` (the authors' rule, reproduced exactly: texts in the given order in
+            left-padded batches of :data:`REFERENCE_DECODER_BATCH`, default positions, position
+            ``mask.sum(1) - 1``, a pad or mid-text token for every text shorter than the longest
+            of its batch). Recorded as ``"n/a"`` where it does not apply.
         final_norm: decoders only: ``"as_is"`` (default, as transformers returns it: the final norm
             on ``h_L`` only), ``"all"`` (final norm on every hidden state) or ``"none"`` (no final
             norm, ``h_L`` is the raw last block output).
         batch_size: texts per forward pass.
         device: ``None`` → cuda when available, else cpu.
         dtype: compute dtype (``None`` keeps the model's).
-        max_length: truncation length for plain transformers models.
+        max_length: truncation length; a SentenceTransformer truncates at the smaller of it and its
+            own ``max_seq_length`` (what was used is ``self.max_length``).
         show_progress_bar: a tqdm bar over batches.
         cache_dir: folder for the resumable on-disk cache; ``None`` disables it.
         shard_size: texts per cache shard (a resumed run recomputes at most one shard).
@@ -117,6 +146,8 @@ class LayerExtractor:
         tokenizer: object = None,
         *,
         pooling: str = "auto",
+        pooling_overrides: str | Mapping[str, str] | None = None,
+        last_token: str = "true",
         final_norm: str = "as_is",
         batch_size: int = 32,
         device: str | torch.device | None = None,
@@ -128,6 +159,14 @@ class LayerExtractor:
     ) -> None:
         if pooling != "auto" and pooling not in POOLINGS:
             raise ValueError(f"pooling must be 'auto' or one of {POOLINGS}; got {pooling!r}")
+        if last_token not in LAST_TOKEN_RULES:
+            raise ValueError(f"last_token must be one of {LAST_TOKEN_RULES}; got {last_token!r}")
+        if isinstance(pooling_overrides, str):
+            if pooling_overrides != "reference":
+                raise ValueError(
+                    f"pooling_overrides must be None, 'reference' or a mapping; got {pooling_overrides!r}"
+                )
+            pooling_overrides = REFERENCE_POOLING_OVERRIDES
         if final_norm not in FINAL_NORMS:
             raise ValueError(f"final_norm must be one of {FINAL_NORMS}; got {final_norm!r}")
         for name, value in (
@@ -145,17 +184,36 @@ class LayerExtractor:
                 raise ValueError("a SentenceTransformer uses its own pooling module: leave pooling='auto'")
             self._pooling_module = self._find_pooling_module()
             self.pooling = f"sentence-transformers:{self._pooling_module.pooling_mode}"
+            self.pooling_source = "sentence-transformers pipeline"
+            own = self.loaded.model.max_seq_length
+            max_length = min(max_length, int(own)) if own else max_length
         else:
             self._pooling_module = None
-            default = "last" if self.loaded.architecture.spec.causal else "mean"
-            self.pooling = default if pooling == "auto" else pooling
+            self.pooling, self.pooling_source = self._plain_pooling(pooling, pooling_overrides)
         self.final_norm = final_norm if self.loaded.architecture.final_norm is not None else "n/a"
-        self.batch_size = batch_size
+        self.last_token = last_token if self.pooling == "last" else "n/a"
+        self.batch_size = REFERENCE_DECODER_BATCH if self.last_token == "reference" else batch_size
         self.max_length = max_length
         self.show_progress_bar = show_progress_bar
         self.cache = ArrayCache(cache_dir) if cache_dir is not None else None
         self.shard_size = shard_size
         self._identity: str | None = None
+
+    def _plain_pooling(self, pooling: str, overrides: Mapping[str, str] | None) -> tuple[str, str]:
+        if pooling != "auto":
+            return pooling, "explicit"
+        causal = self.loaded.architecture.spec.causal
+        name = self.loaded.name
+        mode, source = resolve_pooling(name, causal, sentence_transformers_pooling_config(name), overrides)
+        if source == "architecture default" and not causal:
+            warnings.warn(
+                f"mteb-lrd: no sentence-transformers pooling config found for {name!r}: pooling with "
+                "the mean of the token states; pass pooling='cls' (or pooling_overrides='reference') "
+                "if the model was trained with CLS pooling",
+                UserWarning,
+                stacklevel=3,
+            )
+        return mode, source
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -166,7 +224,8 @@ class LayerExtractor:
     @property
     def hidden_size(self) -> int:
         """Width ``d`` of the hidden states."""
-        return int(self.loaded.architecture.model.config.hidden_size)
+        config: Any = self.loaded.architecture.model.config
+        return int(config.hidden_size)
 
     @property
     def is_sentence_transformer(self) -> bool:
@@ -235,7 +294,7 @@ class LayerExtractor:
         key = self._cache_key(sorted_texts, prompt) if cache is not None else ""
         starts = range(0, len(sorted_texts), self.shard_size)
         bar = tqdm(total=len(sorted_texts), desc="layers", unit="text", disable=not self.show_progress_bar)
-        with bar, self._hidden_states_enabled():
+        with bar, self._hidden_states_enabled(), self._truncation():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
                 shard = cache.load(f"{key}-{shard_index}", rows=len(chunk)) if cache is not None else None
@@ -249,7 +308,10 @@ class LayerExtractor:
 
     def _length_order(self, texts: list[str]) -> np.ndarray:
         # The SentenceTransformer's own order makes our batches — and so its embeddings — identical
-        # to those of ``encode``.
+        # to those of ``encode``. The authors' last-token rule depends on the batches: keep their
+        # (given) order.
+        if self.last_token == "reference":
+            return np.arange(len(texts))
         length = _compat.input_length(self.loaded.model) if self.is_sentence_transformer else None
         return np.argsort([-(length(t) if length else len(t)) for t in texts])
 
@@ -260,6 +322,7 @@ class LayerExtractor:
                 "model": self.identity,
                 "layers": "all",
                 "pooling": self.pooling,
+                "last_token": self.last_token,
                 "final_norm": self.final_norm,
                 "max_length": self.max_length,
                 "batch_size": self.batch_size,
@@ -293,13 +356,14 @@ class LayerExtractor:
                 final, features = None, None
         hidden = self._apply_final_norm(list(hidden), captured)
         if self._pooling_module is not None:
-            pooled = [
+            per_layer = [
                 self._pooling_module({**features, "token_embeddings": h})["sentence_embedding"]
                 for h in hidden
             ]
-            pooled = torch.stack([p.float() for p in pooled])
+            pooled = torch.stack([p.float() for p in per_layer])
         else:
-            pooled = torch.stack([pool(h, mask, self.pooling) for h in hidden])
+            rule = "reference" if self.last_token == "reference" else "true"
+            pooled = torch.stack([pool(h, mask, self.pooling, rule) for h in hidden])
         if final is None:
             final = pooled[-1]
         return pooled.cpu(), final.float().cpu()
@@ -336,6 +400,7 @@ class LayerExtractor:
         kwargs: dict[str, Any] = {"output_hidden_states": True, "return_dict": True}
         if causal:
             kwargs["use_cache"] = False
+        if causal and self.last_token != "reference":
             # Left padding shifts absolute positions: count them from each text's first real token
             # so that a text's vectors do not depend on its batch (GPT-2 learns absolute positions).
             kwargs["position_ids"] = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
@@ -372,9 +437,23 @@ class LayerExtractor:
         return hidden
 
     @contextlib.contextmanager
+    def _truncation(self) -> Iterator[None]:
+        """A SentenceTransformer truncates at ``self.max_length`` during extraction; restored after."""
+        if not self.is_sentence_transformer:
+            yield
+            return
+        st = self.loaded.model
+        previous = st.max_seq_length
+        st.max_seq_length = self.max_length
+        try:
+            yield
+        finally:
+            st.max_seq_length = previous
+
+    @contextlib.contextmanager
     def _hidden_states_enabled(self) -> Iterator[None]:
         """Make the SentenceTransformer's backbone return all hidden states, and restore the config."""
-        config = self.loaded.architecture.model.config
+        config: Any = self.loaded.architecture.model.config
         previous = getattr(config, "output_hidden_states", False)
         if self.is_sentence_transformer:
             config.output_hidden_states = True
@@ -401,8 +480,11 @@ class LayerExtractor:
             "num_layers": self.num_layers,
             "hidden_size": self.hidden_size,
             "pooling": self.pooling,
+            "pooling_source": self.pooling_source,
+            "last_token": self.last_token,
             "final_norm": self.final_norm,
             "max_length": self.max_length,
+            "batch_size": self.batch_size,
             "dtype": str(self.dtype or next(self.loaded.architecture.model.parameters()).dtype),
             "device": str(self.device),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,14 @@ import torch
 
 from mteb_lrd.extraction.architectures import LocatedArchitecture, locate
 
-__all__ = ["LoadedModel", "load_model", "resolve_device", "resolve_dtype", "is_sentence_transformer"]
+__all__ = [
+    "LoadedModel",
+    "is_sentence_transformer",
+    "load_model",
+    "resolve_device",
+    "resolve_dtype",
+    "sentence_transformers_pooling_config",
+]
 
 _DTYPES = {
     "float32": torch.float32,
@@ -30,6 +38,46 @@ def is_sentence_transformer(model: object) -> bool:
     except ImportError:  # pragma: no cover - a declared dependency
         return False
     return isinstance(model, SentenceTransformer)
+
+
+def _hub_file(repo_id: str, filename: str) -> Path | None:
+    """A file of a Hub repository: from the local cache (offline) or downloaded; ``None`` if absent."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return Path(hf_hub_download(repo_id=repo_id, filename=filename))
+    except Exception:  # noqa: BLE001 - not on the Hub, not cached, offline, or not a repo id
+        return None
+
+
+def sentence_transformers_pooling_config(name: str) -> dict[str, Any] | None:
+    """The sentence-transformers ``Pooling`` config of a model folder or Hub id, if it has one.
+
+    The folder named by ``modules.json``'s Pooling entry is read (``1_Pooling`` when there is no
+    ``modules.json``); for a Hub id, the files come from the Hugging Face cache, or the Hub when
+    online. Returns ``None`` when there is none or it cannot be read.
+    """
+    local = Path(name).is_dir()
+
+    def fetch(filename: str) -> Path | None:
+        if local:
+            path = Path(name) / filename
+            return path if path.is_file() else None
+        return _hub_file(name, filename)
+
+    folder = "1_Pooling"
+    modules = fetch("modules.json")
+    try:
+        if modules is not None:
+            entries = json.loads(modules.read_text(encoding="utf-8"))
+            for entry in entries:
+                if str(entry.get("type", "")).endswith("Pooling"):
+                    folder = str(entry.get("path") or folder)
+                    break
+        config = fetch(f"{folder}/config.json")
+        return json.loads(config.read_text(encoding="utf-8")) if config is not None else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -106,12 +154,13 @@ def load_model(
             tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(name)
     else:
         name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
-    if is_sentence_transformer(model):
-        architecture = locate(model)
+    module: Any = model  # a SentenceTransformer or a transformers model (both torch modules)
+    if is_sentence_transformer(module):
+        architecture = locate(module)
         name = str(getattr(architecture.model.config, "name_or_path", "") or name)
         if dtype is not None:
-            model.to(dtype)
-        return LoadedModel(model.to(device).eval(), None, architecture, name)
+            module.to(dtype)
+        return LoadedModel(module.to(device).eval(), None, architecture, name)
     if tokenizer is None:
         path = getattr(getattr(model, "config", None), "name_or_path", None)
         if not path:
@@ -119,7 +168,7 @@ def load_model(
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path)
-    architecture = locate(model)
+    architecture = locate(module)
     if dtype is not None:
-        model.to(dtype)
-    return LoadedModel(model.to(device).eval(), tokenizer, architecture, name)
+        module.to(dtype)
+    return LoadedModel(module.to(device).eval(), tokenizer, architecture, name)

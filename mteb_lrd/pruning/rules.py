@@ -7,6 +7,7 @@ means "more prunable". :func:`blocks_for` turns chosen ids into the transformer 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from typing import Literal
 
@@ -161,10 +162,11 @@ def select_layers(scores: Sequence[float] | np.ndarray, budget: float, protect: 
 
 
 def random_layers(num_states: int, budget: float, seed: int, protect: int = 3) -> list[int]:
-    """The Random baseline: ``n_prune`` candidates drawn by ``RandomState(seed)``, sorted."""
-    cand = candidate_ids(num_states, protect)
-    n = n_to_prune(cand.size, budget)
-    return sorted(int(i) for i in np.random.RandomState(seed).choice(cand, n, replace=False))
+    """The Random baseline: ``n_prune`` candidates drawn as the authors do,
+    ``random.Random(seed).sample(candidates, n)``, sorted (same layers for the same seed)."""
+    cand = [int(i) for i in candidate_ids(num_states, protect)]
+    n = n_to_prune(len(cand), budget)
+    return sorted(random.Random(seed).sample(cand, n))
 
 
 def last_k_layers(num_states: int, budget: float, protect: int = 3) -> list[int]:

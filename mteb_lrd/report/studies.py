@@ -102,6 +102,8 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += [
         f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
         "",
+        f"Definitions: `reproduce={analysis.get('reproduce', 'ours')}` (see docs/method.md).",
+        "",
     ]
     lines += _table(
         ["model", "family", "params (M)", "dim", "layers", "kind"],
@@ -131,7 +133,12 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
         "n_negative",
     ]
     lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order if n in headline])
-    lines += ["", "### Controls: partial Spearman ρ (median over tasks)", ""]
+    method = (
+        "Pearson (the authors' residualised form)"
+        if analysis.get("partial_method") == "pearson"
+        else "Spearman"
+    )
+    lines += ["", f"### Controls: partial {method} ρ (median over tasks)", ""]
     partial = analysis["partial"]
     lines += _table(
         ["score", "raw", *[f"controlling {c}" for c in partial]],
@@ -226,6 +233,16 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
             "",
             f"Random spread (std over seeds, mean over cells): {table['random'][c]['random_spread']:.4f}",
         ]
+        spread = analysis.get("random_seeds", {}).get(c)
+        if spread and spread["n_seeds"]:
+            inside = [m for m in methods if m != "random" and table[m][c].get("within_random_range")]
+            lines += [
+                "",
+                f"Random over {spread['n_seeds']} seeds (mean Δ of each seed over cells): mean "
+                f"{spread['mean']:+.4f}, std {spread['std']:.4f}, range [{spread['min']:+.4f}, "
+                f"{spread['max']:+.4f}]. Inside that range (indistinguishable from some Random draw): "
+                + (", ".join(inside) or "none"),
+            ]
     fig, ax = plt.subplots(figsize=(6, 4))
     for m in methods:
         ax.plot([float(c) * 100 for c in cols], [table[m][c]["mean"] for c in cols], marker="o", label=m)

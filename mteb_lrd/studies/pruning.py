@@ -1,8 +1,9 @@
 """The layer-pruning study (spec §6): LRD-guided rules against baselines, scored by MTEB.
 
-For every (model, task) cell: one extraction pass on the task's texts (label-free) gives the LRD
-profiles → rule scores (Frenet, NRS, GFMI, composite) and the angular-distance matrix; one token-level
-pass gives ShortGPT block influence. Every method chooses hidden-state ids among the candidates
+For every (model, task) cell: one extraction pass on the task's texts (label-free; each family on its
+own sub-sample, caps 1000 / 1000 / 5000 by default) gives the LRD profiles → rule scores (Frenet,
+NRS, GFMI, composite); the angular-distance matrix and a token-level pass for ShortGPT block
+influence use the Frenet sub-sample. Every method chooses hidden-state ids among the candidates
 (protect 3 at each end) at every budget; ids become blocks by the chosen mapping (the reference's by
 default) and each distinct block set is removed physically (:func:`mteb_lrd.prune`) and scored with
 ``mteb.evaluate``. Cells are recorded as JSON (a partial file keeps finished variants of a cell
@@ -17,10 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps
 from mteb_lrd.pruning.choose import BUDGETS, RANDOM_SEEDS, method_choices
 from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, rule_scores
 from mteb_lrd.studies.runner import (
     StudyModel,
+    lrd_prompt,
     mteb_encoder,
     mteb_score,
     profile_cell,
@@ -107,30 +110,42 @@ def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
 
 def measure_cell(
     model: StudyModel,
-    task: type,
+    task: Any,
     partial_path: Path,
     *,
     budgets: Sequence[float],
     protect: int,
     mapping: str,
     random_seeds: Sequence[int],
-    text_cap: int,
+    caps: Caps,
     seed: int,
     batch_size: int,
     speed_texts: int,
     speed_cache: dict[int, float],
     say: Callable[[str], None],
+    reproduce: str = "ours",
+    text_order: str = "interleaved",
+    prompt_policy: str = "mteb",
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell."""
     from mteb_lrd.pruning.block_influence import block_influence
 
-    texts = task_texts(task())
-    chosen, states, result = profile_cell(model, texts, text_cap=text_cap, seed=seed, batch_size=batch_size)
-    rules = rule_scores(result.frenet, result.nrs, result.gfmi)
-    influence = block_influence(
-        model.model, chosen, tokenizer=model.tokenizer, batch_size=batch_size, max_length=model.max_length
+    texts = task_texts(task(), text_order)
+    prompt = lrd_prompt(model, task.metadata, "none" if reproduce == "authors" else prompt_policy)
+    cell = profile_cell(
+        model, texts, caps=caps, seed=seed, batch_size=batch_size, reproduce=reproduce, prompt=prompt
     )
-    angular = angular_distance_matrix(states)
+    result = cell.dynamics.result
+    rules = rule_scores(result.frenet, result.nrs, result.gfmi)
+    calibration = [cell.texts[i] for i in cell.rows["frenet"]]
+    influence = block_influence(
+        model.model,
+        calibration,
+        tokenizer=model.tokenizer,
+        batch_size=batch_size,
+        max_length=model.max_length,
+    )
+    angular = angular_distance_matrix(cell.states[:, cell.rows["frenet"]])
     choices = method_choices(
         rules,
         influence,
@@ -161,18 +176,31 @@ def measure_cell(
         say(f"  blocks [{key}] → {score['main_score']:.4f}")
     base = done[""]
     for choice in choices:
-        variant = done[",".join(map(str, choice["blocks"]))]
-        choice["main_score"] = variant["main_score"]
-        choice["delta"] = variant["main_score"] - base["main_score"]
-        choice["speedup"] = variant["speedup"]
+        scored_variant = done[",".join(map(str, choice["blocks"]))]
+        choice["main_score"] = scored_variant["main_score"]
+        choice["delta"] = scored_variant["main_score"] - base["main_score"]
+        choice["speedup"] = scored_variant["speedup"]
     return {
         "model": model.info(),
         "task": task.metadata.name,
         "main_score_name": task.metadata.main_score,
         "base_score": base["main_score"],
         "n_texts": len(texts),
-        "n_used": len(chosen),
-        "settings": {"protect": protect, "mapping": mapping, "budgets": list(budgets), "seed": seed},
+        "n_used": len(cell.texts),
+        "n_per_family": {name: int(rows.size) for name, rows in cell.rows.items()},
+        "settings": {
+            "protect": protect,
+            "mapping": mapping,
+            "budgets": list(budgets),
+            "seed": seed,
+            "random_seeds": list(random_seeds),
+            "caps": {"frenet": caps.frenet, "nrs": caps.nrs, "gfmi": caps.gfmi},
+            "text_order": text_order,
+            "reproduce": reproduce,
+            "prompt": prompt,
+        },
+        "reproduce": reproduce,
+        "extraction": cell.dynamics.extraction,
         "profiles": {name: values for name, values in rules.items()},
         "block_influence": influence,
         "choices": choices,
@@ -188,14 +216,20 @@ def run_prune_study(
     protect: int = 3,
     mapping: str = "reference",
     random_seeds: Sequence[int] = RANDOM_SEEDS,
-    text_cap: int = 300,
+    caps: Caps = DEFAULT_CAPS,
     seed: int = 42,
     batch_size: int = 32,
     max_length: int = 512,
     speed_texts: int = 64,
+    reproduce: str = "ours",
+    text_order: str = "interleaved",
+    prompt_policy: str = "mteb",
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Run every (model, task) cell not recorded yet in ``out_dir/records``; returns ``out_dir``.
+
+    ``caps``: per-family text caps of the profiles; ``reproduce``, ``text_order`` and
+    ``prompt_policy`` as in :func:`mteb_lrd.studies.selection.run_selection_study`.
 
     Raises:
         ValueError: bad mapping, budgets, caps, or no model / task.
@@ -204,8 +238,8 @@ def run_prune_study(
         raise ValueError(f"mapping must be 'reference' or 'producer', got {mapping!r}")
     if not budgets or any(not 0 < b <= 1 for b in budgets):
         raise ValueError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
-    if isinstance(text_cap, bool) or not isinstance(text_cap, int) or text_cap < 4:
-        raise ValueError(f"text_cap must be an integer >= 4, got {text_cap!r}")
+    if not isinstance(caps, Caps):
+        raise ValueError(f"caps must be a mteb_lrd.parameters.Caps, got {type(caps).__name__}")
     say = progress or (lambda _message: None)
     speed_caches: dict[str, dict[int, float]] = {}
 
@@ -218,12 +252,15 @@ def run_prune_study(
             protect=protect,
             mapping=mapping,
             random_seeds=random_seeds,
-            text_cap=text_cap,
+            caps=caps,
             seed=seed,
             batch_size=batch_size,
             speed_texts=speed_texts,
             speed_cache=speed_caches.setdefault(model.name, {}),
             say=say,
+            reproduce=reproduce,
+            text_order=text_order,
+            prompt_policy=prompt_policy,
         )
 
     return run_cells(models, tasks, out_dir, measure, max_length=max_length, progress=say)

@@ -9,13 +9,35 @@ import numpy as np
 
 from mteb_lrd.studies.statistics import bootstrap_ci, wilcoxon_paired
 
-__all__ = ["analyse_pruning"]
+__all__ = ["analyse_pruning", "random_seed_spread"]
+
+
+def random_seed_spread(per_seed_means: Mapping[int, float]) -> dict[str, float]:
+    """Random's spread over its seeds: mean, population std, min and max of the per-seed mean Δ.
+
+    A rule whose mean Δ lies inside ``[min, max]`` is indistinguishable from some Random draw, however
+    its Wilcoxon p-value against the seed-averaged Random looks.
+    """
+    values = np.array(list(per_seed_means.values()), dtype=np.float64)
+    if values.size == 0:
+        nan = float("nan")
+        return {"n_seeds": 0, "mean": nan, "std": nan, "min": nan, "max": nan}
+    return {
+        "n_seeds": int(values.size),
+        "mean": float(values.mean()),
+        "std": float(values.std()),
+        "min": float(values.min()),
+        "max": float(values.max()),
+    }
 
 
 def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 10_000) -> dict[str, Any]:
     """Per budget and method: mean / median Δ, bootstrap CI of the mean, Wilcoxon vs Random, win share, speed-up.
 
     Random is the mean over its seeds within each cell; the other methods are paired with it by cell.
+    Per budget, ``random_seeds`` gives Random's spread over seeds (:func:`random_seed_spread` of each
+    seed's mean Δ over cells) and every method's entry says whether its mean Δ lies inside that range
+    (``within_random_range``).
     """
     cells: dict[tuple[str, str], dict[tuple[str, float], list[dict[str, Any]]]] = {}
     for rec in records:
@@ -27,8 +49,16 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
     budgets = sorted({b for per in cells.values() for _, b in per})
     methods = list(dict.fromkeys(m for per in cells.values() for m, _ in per))
     table: dict[str, dict[str, dict[str, float]]] = {}
+    spreads: dict[str, dict[str, float]] = {}
     for budget in budgets:
         random = np.array([np.mean([c["delta"] for c in per[("random", budget)]]) for per in cells.values()])
+        by_seed: dict[int, list[float]] = {}
+        for per in cells.values():
+            for c in per[("random", budget)]:
+                by_seed.setdefault(int(c["seed"]), []).append(float(c["delta"]))
+        complete = {s: float(np.mean(v)) for s, v in by_seed.items() if len(v) == len(cells)}
+        spread = random_seed_spread(complete)
+        spreads[f"{budget:g}"] = spread
         for method in methods:
             deltas = np.array(
                 [np.mean([c["delta"] for c in per[(method, budget)]]) for per in cells.values()]
@@ -50,5 +80,12 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
                 "random_spread": float(
                     np.mean([np.std([c["delta"] for c in per[("random", budget)]]) for per in cells.values()])
                 ),
+                "within_random_range": bool(spread["min"] <= deltas.mean() <= spread["max"]),
             }
-    return {"cells": [list(k) for k in cells], "budgets": budgets, "methods": methods, "table": table}
+    return {
+        "cells": [list(k) for k in cells],
+        "budgets": budgets,
+        "methods": methods,
+        "table": table,
+        "random_seeds": spreads,
+    }

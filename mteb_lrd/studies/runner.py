@@ -16,20 +16,24 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_json, read_json
-from mteb_lrd.metrics.lrd import LRDResult
-from mteb_lrd.metrics.states import subsample
-from mteb_lrd.parameters import Caps, MetricParams
-from mteb_lrd.pipeline import layer_dynamics
+from mteb_lrd.metrics.summaries import REPRODUCE_MODES
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams
+from mteb_lrd.pipeline import LayerDynamics, profile_texts
 from mteb_lrd.studies.panel import PANEL, prepare
 
 __all__ = [
+    "LRD_PROMPTS",
+    "TEXT_ORDERS",
     "CellMeasure",
+    "CellProfile",
     "StudyModel",
     "load_records",
     "load_study_model",
+    "lrd_prompt",
     "mteb_encoder",
     "mteb_score",
     "profile_cell",
@@ -39,6 +43,15 @@ __all__ = [
     "task_texts",
     "write_record",
 ]
+
+
+TEXT_ORDERS: tuple[str, ...] = ("interleaved", "columns")
+"""Order of a pair task's texts before de-duplication and sub-sampling: ``interleaved`` (the
+authors': ``s1_0, s2_0, s1_1, s2_1, …``) or ``columns`` (every ``sentence1``, then every ``sentence2``)."""
+LRD_PROMPTS: tuple[str, ...] = ("mteb", "none")
+"""Prompt of the LRD extraction: ``mteb`` (the prompt mteb's run of the model uses for the task, so
+LRD measures the representation that is scored; none for a plain transformers model) or ``none``
+(the texts as they are, as the authors do)."""
 
 
 @dataclass
@@ -108,23 +121,61 @@ def load_study_model(
         )
     kind = "decoder" if located.spec.causal else ("sentence-transformer" if tok is None else "encoder")
     family = str(getattr(hf.config, "model_type", type(hf).__name__))
-    return StudyModel(
-        path.name, model, tok, family, params, int(hf.config.hidden_size), located.num_blocks, kind
-    )
+    dim = int(getattr(hf.config, "hidden_size", 0))
+    return StudyModel(path.name, model, tok, family, params, dim, located.num_blocks, kind, max_length)
 
 
-def task_texts(task: Any) -> list[str]:
+def task_texts(task: Any, order: str = "interleaved") -> list[str]:
     """The spec's texts of a loaded task's eval split: unique sentences of both columns for STS / pair
-    tasks (first-appearance order), the evaluation split's unique texts for classification."""
+    tasks, the evaluation split's unique texts for classification; first appearance kept.
+
+    Args:
+        task: an mteb task instance.
+        order: :data:`TEXT_ORDERS`; the authors interleave rows (``s1_0, s2_0, s1_1, …``), which
+            decides which texts a capped sub-sample keeps and how texts share batches.
+
+    Raises:
+        ValueError: for an unknown order.
+    """
+    if order not in TEXT_ORDERS:
+        raise ValueError(f"order must be one of {TEXT_ORDERS}; got {order!r}")
     task.load_data()
     split = task.metadata.eval_splits[0]
     subsets = task.dataset
     data = subsets["default"][split] if "default" in subsets else next(iter(subsets.values()))[split]
     columns = ("sentence1", "sentence2") if "sentence1" in data.column_names else ("text",)
-    texts: list[str] = []
-    for column in columns:
-        texts.extend(str(t) for t in data[column])
+    values = [[str(t) for t in data[column]] for column in columns]
+    if order == "interleaved":
+        texts = [text for row in zip(*values, strict=True) for text in row]
+    else:
+        texts = [text for column in values for text in column]
     return list(dict.fromkeys(texts))
+
+
+def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> str:
+    """The prompt of a cell's LRD extraction under ``policy`` (:data:`LRD_PROMPTS`); ``""`` = none.
+
+    ``mteb``: for a SentenceTransformer the prompt mteb's wrapper uses for the task (its
+    ``model_prompts``; else the model's default prompt, as ``encode`` applies it); none for a plain
+    transformers model (scored without a prompt). ``none``: none. The empty string (not ``None``)
+    keeps the extractor from falling back to a SentenceTransformer's default prompt.
+
+    Raises:
+        ValueError: for an unknown policy.
+    """
+    if policy not in LRD_PROMPTS:
+        raise ValueError(f"lrd_prompt must be one of {LRD_PROMPTS}; got {policy!r}")
+    if policy == "none" or model.tokenizer is not None:
+        return ""
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    prompts = getattr(SentenceTransformerEncoderWrapper(model.model), "model_prompts", None)
+    prompt = _compat.resolve_prompt(prompts, task_metadata, None) if prompts else None
+    if prompt is not None:
+        return str(prompt)
+    st = model.model
+    name = getattr(st, "default_prompt_name", None)
+    return str(st.prompts.get(name) or "") if name else ""
 
 
 def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
@@ -246,24 +297,75 @@ def run_cells(
     return Path(out_dir)
 
 
-def profile_cell(
-    model: StudyModel, texts: Sequence[str], *, text_cap: int, seed: int, batch_size: int, **lrd_kwargs: Any
-) -> tuple[list[str], np.ndarray, LRDResult]:
-    """One extraction pass over a capped sample of a cell's texts, and its LRD.
+@dataclass
+class CellProfile:
+    """One extraction pass over a cell's sampled texts and its layer dynamics.
 
-    Returns:
-        The sampled texts, their ``(L+1, n, d)`` states and the LRD result (neighbourhood sizes
-        clamped to the sample, recorded in ``result.params``).
+    Attributes:
+        texts: the texts some family samples (the union of the families' sub-samples, task order).
+        states: their ``(L+1, n, d)`` pooled, normalised states.
+        dynamics: the LRD result with caps, seed, extraction settings and ``reproduce`` mode.
+        rows: each family's sub-sample as positions in ``texts`` (``"frenet"``, ``"nrs"``, ``"gfmi"``).
     """
-    chosen = [texts[i] for i in subsample(len(texts), text_cap, seed)]
+
+    texts: list[str]
+    states: np.ndarray
+    dynamics: LayerDynamics
+    rows: dict[str, np.ndarray]
+
+
+def profile_cell(
+    model: StudyModel,
+    texts: Sequence[str],
+    *,
+    caps: Caps = DEFAULT_CAPS,
+    seed: int = 42,
+    batch_size: int = 32,
+    reproduce: str = "ours",
+    prompt: str | None = None,
+    **lrd_kwargs: Any,
+) -> CellProfile:
+    """Per-family sub-samples of a cell's texts (each family its own cap), one extraction pass over
+    their union, and the LRD result (neighbourhood sizes clamped to each sample, recorded).
+
+    Args:
+        model: the study model.
+        texts: the cell's texts (:func:`task_texts`).
+        caps: per-family caps (reference: Frenet 1000, NRS 1000, GFMI 5000).
+        seed: sub-sampling and anchor seed.
+        batch_size: texts per forward pass.
+        reproduce: ``"ours"`` or ``"authors"``: the authors' summaries, last-token rule
+            (``last_token="reference"``) and pooling override table.
+        prompt: the extraction prompt (:func:`lrd_prompt`; ``""`` = none, ``None`` = the
+            SentenceTransformer's default prompt).
+        lrd_kwargs: :class:`~mteb_lrd.parameters.MetricParams` fields.
+
+    Raises:
+        ValueError: for an unknown ``reproduce`` mode.
+    """
+    if reproduce not in REPRODUCE_MODES:
+        raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {reproduce!r}")
+    authors = reproduce == "authors"
     extractor = LayerExtractor(
         model.model,
         model.tokenizer,
         batch_size=batch_size,
         max_length=model.max_length,
         show_progress_bar=False,
+        last_token="reference" if authors else "true",
+        pooling_overrides="reference" if authors and model.tokenizer is not None else None,
     )
-    states = extractor.extract(chosen).states
-    params = MetricParams(**lrd_kwargs)
-    result = layer_dynamics(states, Caps(None, None, None), seed, params)
-    return chosen, states, result
+    dynamics, extracted = profile_texts(
+        extractor,
+        list(texts),
+        caps=caps,
+        seed=seed,
+        prompt=prompt,
+        params=MetricParams(**lrd_kwargs),
+        reproduce=reproduce,
+    )
+    rows = caps.rows(len(texts), seed)
+    union = np.unique(np.concatenate(list(rows.values())))
+    chosen = [texts[i] for i in union]
+    positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
+    return CellProfile(chosen, extracted.states, dynamics, positions)

@@ -1,7 +1,9 @@
 """The label-free model-selection study: measure, score with MTEB, correlate (spec §5).
 
-For every (model, task): the task's texts (spec §1 rule, capped with seed 42) go through one
-extraction pass → LRD summaries and the final layer's RankMe / α-ReQ; the model is scored by
+For every (model, task): the task's texts (spec §1 rule, rows interleaved like the authors'; each
+family on its own seed-42 sub-sample, caps 1000 / 1000 / 5000 by default) go through one extraction
+pass over the union of the sub-samples → LRD summaries and the final layer's RankMe / α-ReQ (on the
+GFMI sub-sample, the largest); the model is scored by
 ``mteb.evaluate`` through the layer-dynamics wrapper. Each cell is written as its own JSON record,
 so an interrupted study resumes where it stopped. :func:`analyse_selection` then computes the
 per-task Spearman ρ, the over-task summaries, partial correlations and leave-one-family-out.
@@ -15,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
-from mteb_lrd.studies.runner import StudyModel, mteb_encoder, mteb_score, profile_cell, run_cells, task_texts
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps
+from mteb_lrd.studies.runner import (
+    StudyModel,
+    lrd_prompt,
+    mteb_encoder,
+    mteb_score,
+    profile_cell,
+    run_cells,
+    task_texts,
+)
 
 __all__ = ["HEADLINE_SCORES", "measure_cell", "run_selection_study"]
 
@@ -36,17 +47,39 @@ def _say(message: str) -> None:
 
 
 def measure_cell(
-    model: StudyModel, task: type, *, text_cap: int, seed: int, batch_size: int, lrd_kwargs: Mapping[str, Any]
+    model: StudyModel,
+    task: Any,
+    *,
+    caps: Caps = DEFAULT_CAPS,
+    seed: int = 42,
+    batch_size: int = 32,
+    lrd_kwargs: Mapping[str, Any] | None = None,
+    reproduce: str = "ours",
+    text_order: str = "interleaved",
+    prompt_policy: str = "mteb",
 ) -> dict[str, Any]:
-    """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell."""
+    """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
+
+    ``reproduce="authors"`` also means no prompt for LRD (the authors use none).
+    """
     instance = task()
-    texts = task_texts(instance)
-    chosen, states, result = profile_cell(
-        model, texts, text_cap=text_cap, seed=seed, batch_size=batch_size, **lrd_kwargs
+    texts = task_texts(instance, text_order)
+    prompt = lrd_prompt(model, task.metadata, "none" if reproduce == "authors" else prompt_policy)
+    cell = profile_cell(
+        model,
+        texts,
+        caps=caps,
+        seed=seed,
+        batch_size=batch_size,
+        reproduce=reproduce,
+        prompt=prompt,
+        **(lrd_kwargs or {}),
     )
-    scores = dict(result.summary())
-    scores["rankme"] = rankme(states[-1])
-    scores["alpha_req"] = alpha_req(states[-1])
+    result = cell.dynamics.result
+    scores = dict(cell.dynamics.summary())
+    final = cell.states[-1][cell.rows["gfmi"]]
+    scores["rankme"] = rankme(final)
+    scores["alpha_req"] = alpha_req(final)
     score = mteb_score(mteb_encoder(model), instance, batch_size=batch_size)
     return {
         "model": model.info(),
@@ -56,7 +89,13 @@ def measure_cell(
         "main_score_name": task.metadata.main_score,
         "mteb_seconds": score["seconds"],
         "n_texts": len(texts),
-        "n_used": len(chosen),
+        "n_used": len(cell.texts),
+        "n_per_family": {name: int(rows.size) for name, rows in cell.rows.items()},
+        "caps": {"frenet": caps.frenet, "nrs": caps.nrs, "gfmi": caps.gfmi},
+        "text_order": text_order,
+        "reproduce": reproduce,
+        "prompt": prompt,
+        "extraction": cell.dynamics.extraction,
         "lrd_params": result.params,
         "scores": scores,
         "profiles": {
@@ -73,11 +112,14 @@ def run_selection_study(
     tasks: Mapping[str, type],
     out_dir: str | Path,
     *,
-    text_cap: int = 500,
+    caps: Caps = DEFAULT_CAPS,
     seed: int = 42,
     batch_size: int = 32,
     max_length: int = 512,
     lrd_kwargs: Mapping[str, Any] | None = None,
+    reproduce: str = "ours",
+    text_order: str = "interleaved",
+    prompt_policy: str = "mteb",
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Measure and score every (model, task) cell not recorded yet in ``out_dir/records``.
@@ -86,23 +128,36 @@ def run_selection_study(
         models: panel names, model folders or loaded :class:`StudyModel` objects.
         tasks: ``{name: task class}`` (e.g. from :func:`mteb_lrd.studies.tasks.study_tasks`).
         out_dir: the study folder (records, then the report).
-        text_cap: at most this many texts per task for the LRD metrics and RankMe / α-ReQ.
+        caps: per-family text caps (default the reference's 1000 / 1000 / 5000); RankMe / α-ReQ use
+            the GFMI sub-sample.
         seed: sub-sampling / anchor seed.
         batch_size: encode batch size.
         max_length: token truncation for every model.
         lrd_kwargs: metric parameters (:class:`mteb_lrd.parameters.MetricParams` fields).
+        reproduce: ``"ours"`` or ``"authors"`` (their summaries, decoder last-token rule, pooling
+            overrides, no LRD prompt); recorded in every cell.
+        text_order: :data:`mteb_lrd.studies.runner.TEXT_ORDERS` (default the authors' interleaving).
+        prompt_policy: :data:`mteb_lrd.studies.runner.LRD_PROMPTS` (``"mteb"`` by default).
         progress: called with one line per cell; ``None`` for silence.
 
     Returns:
         ``out_dir``.
     """
-    if isinstance(text_cap, bool) or not isinstance(text_cap, int) or text_cap < 4:
-        raise ValueError(f"text_cap must be an integer >= 4, got {text_cap!r}")
+    if not isinstance(caps, Caps):
+        raise ValueError(f"caps must be a mteb_lrd.parameters.Caps, got {type(caps).__name__}")
     say = progress or (lambda _message: None)
 
     def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
         record = measure_cell(
-            model, task, text_cap=text_cap, seed=seed, batch_size=batch_size, lrd_kwargs=lrd_kwargs or {}
+            model,
+            task,
+            caps=caps,
+            seed=seed,
+            batch_size=batch_size,
+            lrd_kwargs=lrd_kwargs,
+            reproduce=reproduce,
+            text_order=text_order,
+            prompt_policy=prompt_policy,
         )
         say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record

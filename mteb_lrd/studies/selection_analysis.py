@@ -9,8 +9,11 @@ Pure numpy. The inputs are plain nested dicts so that studies, tests and noteboo
 
 RankMe and α-ReQ, the final-layer baselines, are in :mod:`mteb_lrd.metrics.spectrum`.
 
-Beyond the paper: partial correlations controlling for log(parameters), embedding dimension and
-family, and leave-one-family-out correlations. With a panel this small most controlled statistics
+Beyond the paper: partial Spearman correlations controlling for log(parameters), log(embedding
+dimension), dimension and family, and leave-one-family-out correlations. ``reproduce="authors"``
+computes the partial correlations as the authors' code does (Pearson on residuals of the raw values,
+:func:`~mteb_lrd.studies.statistics.partial_pearson`; they control for log(dim)) and recomputes the
+Frenet summaries with their definitions from the recorded profiles. With a panel this small most controlled statistics
 are undefined or weak; :func:`panel_caveats` says so in words.
 """
 
@@ -22,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.studies.statistics import Correlation, partial_spearman, spearman
+from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
+from mteb_lrd.studies.statistics import Correlation, partial_pearson, partial_spearman, spearman
 
 __all__ = [
     "CONTROLS",
@@ -32,10 +36,11 @@ __all__ = [
     "leave_one_family_out",
     "panel_caveats",
     "partial_per_task",
+    "records_reproduce",
     "summarise_tasks",
 ]
 
-CONTROLS: tuple[str, ...] = ("log_params", "dim", "family")
+CONTROLS: tuple[str, ...] = ("log_params", "log_dim", "dim", "family")
 MIN_MODELS = 4
 
 
@@ -110,9 +115,11 @@ def summarise_tasks(per_task: Mapping[str, Correlation]) -> TaskSummary:
     )
 
 
-def _covariates(models: list[str], info: Mapping[str, Mapping[str, object]], control: str) -> np.ndarray:
+def _covariates(models: list[str], info: Mapping[str, Mapping[str, Any]], control: str) -> np.ndarray:
     if control == "log_params":
         return np.log(np.array([[float(info[m]["params"])] for m in models]))
+    if control == "log_dim":
+        return np.log(np.array([[float(info[m]["dim"])] for m in models]))
     if control == "dim":
         return np.array([[float(info[m]["dim"])] for m in models])
     if control == "family":
@@ -127,17 +134,23 @@ def _covariates(models: list[str], info: Mapping[str, Mapping[str, object]], con
 def partial_per_task(
     scores: Mapping[str, Mapping[str, Mapping[str, float]]],
     main: Mapping[str, Mapping[str, float]],
-    models: Mapping[str, Mapping[str, object]],
+    models: Mapping[str, Mapping[str, Any]],
     control: str,
     *,
     min_models: int = MIN_MODELS,
+    method: str = "spearman",
 ) -> dict[str, dict[str, Correlation]]:
-    """Partial Spearman ρ per task and score, controlling for one of :data:`CONTROLS`.
+    """Partial correlation per task and score, controlling for one of :data:`CONTROLS`.
 
-    NaN where the panel leaves no degree of freedom (e.g. five families among six models).
+    ``method``: ``"spearman"`` (ours, :func:`~mteb_lrd.studies.statistics.partial_spearman`) or
+    ``"pearson"`` (the authors', :func:`~mteb_lrd.studies.statistics.partial_pearson`). NaN where
+    the panel leaves no degree of freedom (e.g. five families among six models).
     """
     if control not in CONTROLS:
         raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    partial = partial_spearman if method == "spearman" else partial_pearson
     out: dict[str, dict[str, Correlation]] = {}
     for task, per_model in scores.items():
         names = sorted({name for values in per_model.values() for name in values})
@@ -149,7 +162,7 @@ def partial_per_task(
             if z.shape[1] == 0 or np.all(np.ptp(z, axis=0) == 0):
                 out.setdefault(name, {})[task] = Correlation(float("nan"), float("nan"), len(ids))
                 continue
-            out.setdefault(name, {})[task] = partial_spearman(x, y, z)
+            out.setdefault(name, {})[task] = partial(x, y, z)
     return out
 
 
@@ -204,21 +217,58 @@ def panel_caveats(models: Mapping[str, Mapping[str, object]], n_tasks: int) -> l
     return notes
 
 
-def analyse_selection(records: Sequence[Mapping[str, Any]], *, min_models: int = 4) -> dict[str, Any]:
+def _record_scores(rec: Mapping[str, Any], reproduce: str) -> dict[str, float]:
+    values = dict(rec["scores"])
+    if reproduce == "authors":
+        profiles = rec["profiles"]
+        frenet = authors_frenet_summary(
+            np.asarray(profiles["speed"], dtype=np.float64),
+            np.asarray(profiles["curvature"], dtype=np.float64),
+            float(values["frenet_d0L"]),
+        )
+        values.update({f"frenet_{k}": v for k, v in frenet.items()})
+    return {k: float(v) for k, v in values.items() if v is not None and np.isfinite(v)}
+
+
+def records_reproduce(records: Sequence[Mapping[str, Any]]) -> str:
+    """The ``reproduce`` mode the records were measured in (``"ours"`` for records without one).
+
+    Raises:
+        ValueError: when the records mix modes (their extraction differs: not comparable).
+    """
+    modes = {str(rec.get("reproduce", "ours")) for rec in records}
+    if len(modes) > 1:
+        raise ValueError(f"the records mix reproduce modes {sorted(modes)}: analyse each folder separately")
+    return modes.pop() if modes else "ours"
+
+
+def analyse_selection(
+    records: Sequence[Mapping[str, Any]], *, min_models: int = 4, reproduce: str | None = None
+) -> dict[str, Any]:
     """Per-task correlations, over-task summaries, controls and caveats from cell records.
+
+    Args:
+        records: cell records of the selection study.
+        min_models: fewest models a task needs for a correlation.
+        reproduce: ``"ours"`` or ``"authors"`` (Frenet summaries recomputed with the authors'
+            definitions from the recorded profiles, partial correlations as partial Pearson);
+            ``None``: the mode the records were measured in.
 
     Returns:
         A JSON-serialisable dict with ``models``, ``tasks``, ``table`` (per cell), ``per_task``
         (score → task → ρ, p, n), ``summary`` (score → over-task summary), ``partial``
         (control → score → summary), ``lofo`` (score → family → summary) and ``caveats``.
     """
+    mode = records_reproduce(records) if reproduce is None else reproduce
+    if mode not in REPRODUCE_MODES:
+        raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {mode!r}")
+    method = "pearson" if mode == "authors" else "spearman"
     scores: dict[str, dict[str, dict[str, float]]] = {}
     main: dict[str, dict[str, float]] = {}
     models: dict[str, dict[str, Any]] = {}
     for rec in records:
         model, task = rec["model"]["name"], rec["task"]
-        values = {k: float(v) for k, v in rec["scores"].items() if v is not None and np.isfinite(v)}
-        scores.setdefault(task, {})[model] = values
+        scores.setdefault(task, {})[model] = _record_scores(rec, mode)
         main.setdefault(task, {})[model] = float(rec["main_score"])
         models[model] = rec["model"]
     per_task = correlate_per_task(scores, main, min_models=min_models)
@@ -226,7 +276,9 @@ def analyse_selection(records: Sequence[Mapping[str, Any]], *, min_models: int =
     partial = {
         control: {
             name: summarise_tasks(per).to_dict()
-            for name, per in partial_per_task(scores, main, models, control, min_models=min_models).items()
+            for name, per in partial_per_task(
+                scores, main, models, control, min_models=min_models, method=method
+            ).items()
         }
         for control in CONTROLS
     }
@@ -235,6 +287,8 @@ def analyse_selection(records: Sequence[Mapping[str, Any]], *, min_models: int =
         for name, per in leave_one_family_out(scores, main, models, min_models=min_models).items()
     }
     return {
+        "reproduce": mode,
+        "partial_method": method,
         "models": models,
         "tasks": sorted(main),
         "main": main,

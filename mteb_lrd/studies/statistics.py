@@ -13,6 +13,7 @@ from scipy import stats
 __all__ = [
     "Correlation",
     "bootstrap_ci",
+    "partial_pearson",
     "partial_spearman",
     "spearman",
     "wilcoxon_paired",
@@ -82,6 +83,36 @@ def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
         return Correlation(rho, 0.0, n)
     t = rho * np.sqrt(dof / (1.0 - rho**2))
     return Correlation(rho, float(2 * stats.t.sf(abs(t), dof)), n)
+
+
+def partial_pearson(x: object, y: object, covariates: object) -> Correlation:
+    """The authors' partial correlation: Pearson's r of the residuals of x and y regressed (least
+    squares, with intercept) on the covariates' raw values, with scipy's ``pearsonr`` p-value on
+    those residuals (``n - 2`` degrees of freedom, as their code computes it; the exact test would
+    use ``n - 2 - k``). NaN when n < 3 or a residual vector is constant.
+
+    Args:
+        x, y: length-n vectors.
+        covariates: an (n,) or (n, k) array (the authors: log(hidden dim)).
+    """
+    a, b = _vector(x, "x"), _vector(y, "y")
+    z = np.asarray(covariates, dtype=np.float64)
+    z = z[:, None] if z.ndim == 1 else z
+    if z.ndim != 2 or z.shape[0] != a.size or b.size != a.size:
+        raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("covariates contain NaN or Inf")
+    n = a.size
+    if n < 3:
+        return Correlation(float("nan"), float("nan"), n)
+    design = np.column_stack([np.ones(n), z])
+    values = np.column_stack([a, b])
+    coef, *_ = np.linalg.lstsq(design, values, rcond=None)
+    residual = values - design @ coef
+    if np.any(residual.std(axis=0) < 1e-12):
+        return Correlation(float("nan"), float("nan"), n)
+    result = stats.pearsonr(residual[:, 0], residual[:, 1])
+    return Correlation(float(result.statistic), float(result.pvalue), n)
 
 
 def bootstrap_ci(

@@ -30,6 +30,9 @@ __all__ = [
     "ref_gfmi",
     "ref_gfmi_summary",
     "random_states",
+    "ref_frenet_summary_authors",
+    "ref_knn_authors",
+    "ref_residualize_authors",
 ]
 
 
@@ -263,3 +266,52 @@ def assert_summary_equal(ours: dict, ref: dict, tol: float = 1e-6) -> None:
             assert math.isnan(ours[key]), key
         else:
             assert ours[key] == pytest.approx(value, abs=tol), key
+
+
+# --- The authors' released code, written out independently (reproduce="authors") ---------------
+
+
+def ref_frenet_summary_authors(ref: dict) -> dict[str, float]:
+    """The Frenet summaries as the authors' ``compute_frenet_profile`` defines them: early speed over
+    ``s[:L // 3]``, late speed over ``s[-L // 3:]`` (``(-L) // 3``: the last ceil(L/3)), both the
+    mean of all when L < 3; fallbacks 1.0 / 0 / 0.5 / 1.0 instead of NaN."""
+    s, k, d0l = list(ref["speed"]), list(ref["curvature"]), ref["d0L"]
+    n_layers = len(s)
+    total = sum(s)
+    mean_s = _mean(s)
+    if n_layers >= 3:
+        early = _mean(s[: n_layers // 3])
+        late = _mean(s[-n_layers // 3 :])
+    else:
+        early = late = mean_s
+    out = ref_frenet_summary(ref)
+    out.update(
+        {
+            "straightness": d0l / total if total > 1e-15 else 1.0,
+            "speed_cv": _std(s) / mean_s if mean_s > 0 else 0,
+            "peak_curvature_depth": k.index(max(k)) / len(k) if k else 0.5,
+            "early_speed": early,
+            "late_speed": late,
+            "early_late_speed_ratio": early / late if late > 0 else 1.0,
+        }
+    )
+    return out
+
+
+def ref_knn_authors(x: np.ndarray, k: int, queries: list[int] | None = None) -> list[list[int]]:
+    """The authors' self-exclusion: query k+1 neighbours and drop the first column (by rank)."""
+    queries = list(range(len(x))) if queries is None else list(queries)
+    nn = NearestNeighbors(n_neighbors=k + 1, metric="cosine", algorithm="brute").fit(x)
+    return [[int(i) for i in row[1:]] for row in nn.kneighbors(x[queries])[1]]
+
+
+def ref_residualize_authors(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The authors' ``residualize``: x minus its least-squares line on one covariate z."""
+    z = np.asarray(z, dtype=float)
+    x = np.asarray(x, dtype=float)
+    zc = z - z.mean()
+    d = (zc**2).sum()
+    if d < 1e-12:
+        return x - x.mean()
+    b = (x * zc).sum() / d
+    return x - b * z - (x.mean() - b * z.mean())

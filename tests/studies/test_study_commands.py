@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from mteb_lrd.parameters import Caps
 from mteb_lrd.studies.runner import StudyModel, load_study_model
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
@@ -44,7 +45,7 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
         models,
         {"TinySTS": tiny_task},
         tmp_path,
-        text_cap=10,
+        caps=Caps(8, 6, 12),
         lrd_kwargs={"nrs_k": 3, "gfmi_k": 3},
         progress=None,
     )
@@ -52,7 +53,10 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
     assert len(records) == 4
     for rec in records:
         assert -1 <= rec["main_score"] <= 1
-        assert rec["n_used"] == 10 and rec["n_texts"] == len(TEXTS)
+        # each family on its own sub-sample; one pass over their union
+        assert rec["n_per_family"] == {"frenet": 8, "nrs": 6, "gfmi": 12} and rec["n_texts"] == len(TEXTS)
+        assert 12 <= rec["n_used"] <= 16 and rec["lrd_params"]["gfmi_k"] == 3
+        assert rec["reproduce"] == "ours" and rec["text_order"] == "interleaved" and rec["prompt"] == ""
         assert rec["scores"]["rankme"] >= 1 and np.isfinite(rec["scores"]["frenet_d0L"])
     analysis = analyse_selection(records)
     # four models, one task: every non-constant score has exactly one per-task ρ, as scipy computes it
@@ -88,7 +92,7 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
         {"TinySTS": tiny_task},
         tmp_path,
         budgets=[0.2, 0.5],
-        text_cap=20,
+        caps=Caps(20, 20, 20),
         speed_texts=8,
         progress=None,
     )
@@ -104,3 +108,27 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
     report = write_prune_report(analysis, tmp_path / "report")
     assert "Fig. 2" in report.read_text() and (tmp_path / "report" / "pruning.html").is_file()
     assert json.loads(json.dumps(analysis))["budgets"] == [0.2, 0.5]
+
+
+def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_task, tiny_model_dir):
+    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.selection import run_selection_study
+    from mteb_lrd.studies.selection_analysis import analyse_selection
+
+    model = _decoder(tiny_model_dir, "llama", 4)
+    model.name = "tiny-llama"
+    run_selection_study(
+        [model],
+        {"TinySTS": tiny_task},
+        tmp_path,
+        caps=Caps(10, 10, 10),
+        lrd_kwargs={"nrs_k": 3, "gfmi_k": 3},
+        reproduce="authors",
+        progress=None,
+    )
+    (record,) = load_records(tmp_path)
+    assert record["reproduce"] == "authors" and record["prompt"] == ""
+    assert record["extraction"]["last_token"] == "reference" and record["extraction"]["batch_size"] == 4
+    assert analyse_selection([record])["reproduce"] == "authors"
+    with pytest.raises(ValueError, match="mix reproduce modes"):
+        analyse_selection([record, {**record, "reproduce": "ours"}])

@@ -40,7 +40,7 @@ def _one_kind(labels: list[str | int], locations: list[str]) -> None:
 
 def label_mapping(labels: list[str | int]) -> dict[str | int, int]:
     """``{label: index}`` in sorted order: the deterministic mapping applied to classification labels."""
-    return {value: index for index, value in enumerate(sorted(set(labels)))}  # type: ignore[type-var]
+    return {value: index for index, value in enumerate(sorted(set(labels)))}
 
 
 def classification_splits(splits: Mapping[str, Rows]) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def classification_splits(splits: Mapping[str, Rows]) -> dict[str, Any]:
             if value not in train_labels:
                 raise LocalTaskError(
                     f"{location}: label {value!r} does not occur in {splits['train'].source}; "
-                    f"train has {sorted(train_labels)}"  # type: ignore[type-var]
+                    f"train has {sorted(train_labels)}"
                 )
     mapping = label_mapping(list(train_labels))
     return {
