@@ -26,11 +26,14 @@ from mteb_lrd.io import atomic_write_bytes
 __all__ = [
     "PROFILE_PANELS",
     "d0l_figure",
+    "label_points",
+    "panel_grid",
     "per_layer_figure",
     "point_label",
     "profile_figure",
     "pruning_figure",
     "save_png",
+    "score_axis_label",
 ]
 
 BASE_LAYER = r"layer $\ell$ of the base model (hidden state $h_\ell$; 0 = embeddings)"
@@ -47,6 +50,27 @@ PROFILE_PANELS: tuple[tuple[str, str], ...] = (
 )
 
 
+# units of model-level scores, by name pattern (first match wins)
+_UNITS: tuple[tuple[str, str], ...] = (
+    ("curvature", "1/rad"),
+    ("frenet_d0L", "rad"),
+    ("arc_length", "rad"),
+    ("speed", "rad"),
+    ("jaccard", "0–1"),
+    ("gfmi", "nat × percentile"),
+    ("rankme", "effective rank"),
+    ("alpha_req", "power-law exponent"),
+)
+
+
+def score_axis_label(name: str) -> str:
+    """An axis label for a model-level score: its name and, where known, its unit in brackets."""
+    unit = next((u for pattern, u in _UNITS if pattern in name), None)
+    if name.endswith(("ratio", "_cv", "straightness", "_depth", "slope")) or "peak_mi" in name:
+        unit = None if "peak_mi" not in name else "nat"
+    return name if unit is None else f"{name} [{unit}]"
+
+
 def _colours(count: int) -> list[Any]:
     from matplotlib import colormaps
 
@@ -54,7 +78,9 @@ def _colours(count: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(count)]
 
 
-def _grid(count: int, width: float, height: float, legend_right: bool = False) -> tuple[Figure, list[Any]]:
+def panel_grid(
+    count: int, width: float, height: float, legend_right: bool = False
+) -> tuple[Figure, list[Any]]:
     """A figure with ``count`` panels, at most 3 per row (room on the right for a legend); unused
     panels removed."""
     ncols = min(3, count)
@@ -102,7 +128,7 @@ def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> 
     tasks = [t for t in tasks if any(_curve(v, t) is not None for v in variants)]
     if not tasks:
         return None
-    figure, axes = _grid(len(tasks), 5.2, 3.8, legend_right=True)
+    figure, axes = panel_grid(len(tasks), 5.2, 3.8, legend_right=True)
     colours = _colours(len(variants))
     for axis, task in zip(axes, tasks, strict=True):
         for colour, variant in zip(colours, variants, strict=True):
@@ -155,7 +181,7 @@ def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figur
     if not tasks:
         return None
     ordered = [v for v in group if not v.removed_blocks] + pruned
-    figure, axes = _grid(len(tasks), 6.0, 4.0)
+    figure, axes = panel_grid(len(tasks), 6.0, 4.0)
     colours = _colours(len(ordered))
     num_blocks = 0
     for axis, task in zip(axes, tasks, strict=True):
@@ -204,7 +230,7 @@ def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figur
     return figure
 
 
-def _label_points(axis: Any, points: Sequence[tuple[str, float, float]]) -> None:
+def label_points(axis: Any, points: Sequence[tuple[str, float, float]]) -> None:
     """Write each point's label next to it; labels that would overlap are stacked downwards and
     joined to their point by a thin line (positions in axes fractions, ~0.014 per character)."""
     axis.autoscale_view()
@@ -259,13 +285,13 @@ def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure
             panels.append((f"mean over {len(tasks)} tasks", points))
     if not panels:
         return None
-    figure, axes = _grid(len(panels), 5.2, 4.0)
+    figure, axes = panel_grid(len(panels), 5.2, 4.0)
     for axis, (title, points) in zip(axes, panels, strict=True):
         xs = [p[1] for p in points]
         ys = [p[2] for p in points]
         axis.scatter(xs, ys, s=30, color="C0", zorder=3)
         axis.margins(0.25)
-        _label_points(axis, points)
+        label_points(axis, points)
         axis.set_title(title, fontsize=10)
         axis.set_xlabel(D0L, fontsize=8)
         axis.set_ylabel("main score × 100")
@@ -317,7 +343,7 @@ def profile_figure(variant: ModelVariant) -> Figure | None:
             )
     if not lines:
         return None
-    figure, axes = _grid(len(PROFILE_PANELS), 4.8, 3.5)
+    figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5)
     for axis, (title, ylabel) in zip(axes, PROFILE_PANELS, strict=True):
         axis.set_title(title, fontsize=10)
         axis.set_xlabel(BASE_LAYER, fontsize=8)
