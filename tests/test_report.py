@@ -428,6 +428,27 @@ def test_a_torn_model_meta_is_named_and_the_folder_name_used(results):
     assert {v.model for v in folder.variants} == {"org/a", "org/b"}
 
 
+def test_duplicate_and_misplaced_result_files_are_named(results):
+    folder = results / "results" / "org__b" / "r2"
+    copy = folder / "A (copy).json"
+    copy.write_text((folder / "A.json").read_text().replace('"main_score": 0.', '"main_score": 0.0'))
+    nested = folder / "old" / "A.json"
+    nested.parent.mkdir()
+    nested.write_text((folder / "A.json").read_text())
+    with pytest.warns(UserWarning, match="2 result file"):
+        read = read_results(results)
+    reasons = {u.path: u.reason for u in read.unreadable}
+    assert "second result of task 'A'" in reasons[copy] and str(folder / "A.json") in reasons[copy]
+    assert "layout" in reasons[nested]
+    b = next(v for v in read.variants if v.model == "org/b")
+    assert b.tasks["A"].path == folder / "A.json"
+
+
+def test_report_folder_inside_the_results_is_refused(results):
+    with pytest.raises(ValueError, match="inside the results folder"):
+        write_report(results, results / "results" / "report")
+
+
 def test_cli_positional_results_and_out(results, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cache").rename(tmp_path / "results")

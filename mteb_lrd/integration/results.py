@@ -273,22 +273,36 @@ def read_results(folder: str | Path, *, warn: bool = True) -> ResultsFolder:
     variants: dict[Path, ModelVariant] = {}
     unreadable: list[UnreadableResult] = []
     files_read = 0
+    found: dict[tuple[Path, str], list[TaskRecord]] = {}
     for path in sorted(root.rglob("*.json")):
         if path.name in _NOT_RESULTS:
             continue
         parts = path.parent.relative_to(root).parts
         try:
-            if len(parts) < 2:
-                raise ValueError("not in the <org__model>/<revision>/ layout of an mteb results folder")
+            if not (len(parts) == 2 or (len(parts) == 4 and parts[2] == "experiments")):
+                raise ValueError(
+                    "not in the <org__model>/<revision>/[experiments/<name>/] layout of an mteb results folder"
+                )
             record = _task_record(_load_json(path), path)
         except ValueError as err:
             unreadable.append(UnreadableResult(path, str(err)))
             continue
-        variant = variants.get(path.parent)
+        found.setdefault((path.parent, record.task), []).append(record)
+    for (folder_path, task), records in found.items():
+        # two files of one task in one folder: keep mteb's own name (<Task>.json), name the other
+        records.sort(key=lambda r: r.path is None or r.path.stem != task)
+        kept, *extra = records
+        unreadable.extend(
+            UnreadableResult(r.path, f"a second result of task {task!r} (kept: {kept.path})")
+            for r in extra
+            if r.path is not None
+        )
+        variant = variants.get(folder_path)
         if variant is None:
-            variant = variants[path.parent] = _variant(root, path.parent, unreadable)
-        variant.tasks[record.task] = record
+            variant = variants[folder_path] = _variant(root, folder_path, unreadable)
+        variant.tasks[task] = kept
         files_read += 1
+    unreadable.sort(key=lambda u: str(u.path))
     if warn and unreadable:
         warnings.warn(
             f"{len(unreadable)} result file(s) under {root} left out of the results (their scores are NOT "

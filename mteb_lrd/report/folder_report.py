@@ -170,6 +170,11 @@ def write_report(
     """
     output = Path(output).expanduser()
     folder = read_results(results, warn=warn and not strict)
+    if output.resolve().is_relative_to(folder.root.resolve()):
+        raise ValueError(
+            f"the report folder {output} is inside the results folder {folder.root}: choose one outside it "
+            "(its JSON tables would be read as results next time)"
+        )
     if strict and folder.unreadable:
         raise ValueError(
             f"{len(folder.unreadable)} unreadable result file(s): "
