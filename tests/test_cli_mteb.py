@@ -56,7 +56,8 @@ def test_run_prune_report(tiny_st_dir, local_sts, tmp_path, capsys):
     assert "removed [1, 2] of 4" in markdown
     assert (reports / "report.html").stat().st_size > 10000
     figures = {p.name for p in (reports / "figures").glob("*.png")}
-    assert {"per_layer_scores.png", "d0l_vs_score.png"} <= figures and len(figures) == 5  # + pruning, 2 profiles
+    # the overlay, the d0L scatter, base vs pruned and one profile per variant
+    assert {"per_layer_scores.png", "d0l_vs_score.png"} <= figures and len(figures) == 5
 
 
 def test_prune_argument_errors(tiny_st_dir, tmp_path):

@@ -31,8 +31,8 @@ img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
 p.note { color: #555; max-width: 75em; }
 div.warning { background: #fff3cd; border: 1px solid #e0b000; padding: 0.6em 1em; margin: 1em 0; }
 div.warning code { word-break: break-all; }
-dl.provenance dt { font-weight: 600; float: left; clear: left; width: 14em; }
-dl.provenance dd { margin-left: 15em; }
+table.provenance th { text-align: left; position: static; }
+table.provenance td { white-space: normal; }
 .scroll { overflow-x: auto; }
 """
 
@@ -134,7 +134,9 @@ def render_html(page: Page) -> str:
         "model's numbering (0 = embeddings); n_used_*: texts each LRD metric used (smallest over subsets).</p>"
     )
     parts.append(_table(page.tasks, 6, group_rows=True))
-    parts.append('<h2>Provenance</h2><dl class="provenance">')
-    parts.extend(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in page.provenance.items())
-    parts.append("</dl></body></html>\n")
+    parts.append('<h2>Provenance</h2><table class="provenance">')
+    parts.extend(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in page.provenance.items()
+    )
+    parts.append("</table></body></html>\n")
     return "".join(parts)
