@@ -8,9 +8,9 @@ import sys
 __all__ = ["register", "run"]
 
 EPILOG = """examples:
-  mteb-lrd report results/ --out reports/
+  mteb-lrd report results/ --out reports/           # after `mteb-lrd run --task demo`
   mteb-lrd report                                   # ./results -> ./reports
-  mteb-lrd report runs/faq --out reports/faq --task LocalSTSBenchmark --task LocalSICK-R
+  mteb-lrd report results/ --out reports/demo --task LocalSTSBenchmarkDemo   # only these task columns
 
 Writes report.html (self-contained: figures and the CSV / JSON tables embedded), leaderboard.md,
 leaderboard.csv / .json (one row per model or pruned variant: never averaged together), tasks.csv /
