@@ -462,7 +462,9 @@ def test_cli_positional_results_and_out(results, tmp_path, monkeypatch, capsys):
 def test_task_columns_in_the_order_asked(results):
     board = leaderboard(load_variants(results), ["B", "A"])
     assert board.columns[3:6] == ["B", "A", "Mean"] and board.tasks == ["B", "A"]
+    (results / "results" / "org__b" / "r2" / "B.json").unlink()
     only_b = leaderboard(load_variants(results), ["B"])
+    assert [row[0] for row in only_b.rows] == ["org/a", "org/a"]  # org/b has no B: no empty row
     assert "A" not in only_b.columns and {
         r["task"] for r in task_table(load_variants(results), ["B"]).records()
     } == {"B"}

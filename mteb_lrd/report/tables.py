@@ -121,10 +121,11 @@ def _mean_score(variant: ModelVariant, tasks: Sequence[str]) -> float | None:
 def order_variants(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> list[ModelVariant]:
     """Group by model (groups by the base's mean score over ``tasks``, best first; a group without
     a base by its best variant), base first inside a group, then variants by mean, best first.
-    Missing means sort last; names break ties."""
+    Missing means sort last; names break ties; variants with none of ``tasks`` are left out."""
     groups: dict[str, list[ModelVariant]] = {}
     for variant in variants:
-        groups.setdefault(variant.model, []).append(variant)
+        if any(t in variant.tasks for t in tasks):  # a variant with none of the tasks has no row
+            groups.setdefault(variant.model, []).append(variant)
 
     def within(v: ModelVariant) -> tuple[bool, bool, float, str, str]:
         mean = _mean_score(v, tasks)
