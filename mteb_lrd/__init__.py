@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "sts_tasks": "mteb_lrd.integration.shared_tasks",
     "demo_task": "mteb_lrd.integration.shared_tasks",
     "write_report": "mteb_lrd.report",
+    "results_table": "mteb_lrd.report",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -63,4 +64,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
     from mteb_lrd.pruning.pruned import PrunedModel, prune  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
-    from mteb_lrd.report import write_report  # noqa: F401
+    from mteb_lrd.report import results_table, write_report  # noqa: F401

@@ -52,10 +52,12 @@ def test_run_prune_report(tiny_st_dir, local_sts, tmp_path, capsys):
 
     assert _cli(["report", "--results", results, "--output", reports]) == 0
     markdown = (reports / "leaderboard.md").read_text()
-    table = [line for line in markdown.splitlines() if line.startswith("| ")]
-    assert len(table) == 3 and "removed [1, 2] of 4" in markdown
+    assert len((reports / "leaderboard.csv").read_text().splitlines()) == 3  # header + base + pruned
+    assert "removed [1, 2] of 4" in markdown
     assert (reports / "report.html").stat().st_size > 10000
-    assert len(list((reports / "figures").glob("*.png"))) == 2
+    figures = {p.name for p in (reports / "figures").glob("*.png")}
+    # the overlay, the d0L scatter, base vs pruned and one profile per variant
+    assert {"per_layer_scores.png", "d0l_vs_score.png"} <= figures and len(figures) == 5
 
 
 def test_prune_argument_errors(tiny_st_dir, tmp_path):

@@ -1,18 +1,22 @@
-"""``mteb-lrd report``: leaderboard (Markdown + self-contained HTML) and layer-profile figures."""
+"""``mteb-lrd report``: variant-aware leaderboard, figures and a self-contained HTML page."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 __all__ = ["register", "run"]
 
 EPILOG = """examples:
+  mteb-lrd report results/ --out reports/           # after `mteb-lrd run --task demo`
   mteb-lrd report                                   # ./results -> ./reports
-  mteb-lrd report --results runs/faq --output reports/faq --task LocalSTSBenchmark --task LocalSICK-R
+  mteb-lrd report results/ --out reports/demo --task LocalSTSBenchmarkDemo   # only these task columns
 
-Writes leaderboard.md, report.html (figures embedded) and figures/<model>.png: one row per model
-or pruned variant (variants are never averaged together), each task's main score x 100, the mean,
-and the LRD model-level scores averaged over tasks (d0L first).
+Writes report.html (self-contained: figures and the CSV / JSON tables embedded), leaderboard.md,
+leaderboard.csv / .json (one row per model or pruned variant: never averaged together), tasks.csv /
+.json (one row per variant and task, with mteb version, date, revision and n_used) and figures/*.png.
+A result file that cannot be read is named in a warning and in the report (it is in no mean);
+--strict makes it an error instead.
 """
 
 
@@ -20,14 +24,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``report`` subcommand."""
     parser = subparsers.add_parser(
         "report",
-        help="leaderboard and layer-profile figures from a results folder",
-        description="Build a leaderboard-style report from an mteb results folder.",
+        help="leaderboard, figures and a self-contained HTML page from a results folder",
+        description="Build a variant-aware report (HTML, Markdown, CSV, JSON, PNG) from an mteb results folder.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--results", default="results", help="results folder (default ./results)")
-    parser.add_argument("--output", default="reports", help="report folder (default ./reports)")
-    parser.add_argument("--task", action="append", default=None, help="task columns, in order (default: all)")
+    parser.add_argument(
+        "results_folder",
+        nargs="?",
+        default=None,
+        metavar="RESULTS",
+        help="results folder (default ./results)",
+    )
+    parser.add_argument("--results", default=None, help="results folder (same as the positional argument)")
+    parser.add_argument(
+        "--out", "--output", dest="output", default="reports", help="report folder (default ./reports)"
+    )
+    parser.add_argument(
+        "--task",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="task column, in order (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="fail on an unreadable result file instead of warning"
+    )
     parser.set_defaults(func=run)
 
 
@@ -35,8 +57,24 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd report``; returns the exit code."""
     from mteb_lrd.report import write_report
 
-    paths = write_report(args.results, args.output, args.task)
-    print(f"{paths['markdown']}\n{paths['html']}")
+    if args.results_folder and args.results and args.results_folder != args.results:
+        raise ValueError(
+            f"two results folders given ({args.results_folder} and --results {args.results}); give one"
+        )
+    results = args.results_folder or args.results or "results"
+    # unreadable files are printed below, one per line, instead of as one Python warning
+    paths = write_report(results, args.output, args.task, strict=args.strict, warn=False)
+    for problem in paths["unreadable"]:
+        print(f"mteb-lrd report: warning: left out {problem}", file=sys.stderr)
+    if paths["unreadable"]:
+        print(
+            f"mteb-lrd report: warning: {len(paths['unreadable'])} unreadable result file(s) are in no score "
+            "or mean of this report (listed in it too)",
+            file=sys.stderr,
+        )
+    print(paths["html"])
+    for key in ("markdown", "csv", "json", "tasks_csv", "tasks_json"):
+        print(paths[key])
     for figure in paths["figures"]:
         print(figure)
     return 0

@@ -1,61 +1,142 @@
-"""A self-contained HTML report page: the leaderboard and every figure embedded as data URIs."""
+"""The self-contained HTML report page: tables, figures and the CSV / JSON exports embedded as data
+URIs, so the one file can be mailed or opened anywhere."""
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from mteb_lrd.report.tables import Leaderboard, _format
+from mteb_lrd.integration.results import UnreadableResult
+from mteb_lrd.report.tables import Table, format_cell
 
-__all__ = ["render_html"]
+__all__ = ["VARIANTS_NOTE", "EmbeddedFigure", "Page", "render_html"]
+
+VARIANTS_NOTE = (
+    "mteb's own BenchmarkResults.to_dataframe() keys rows by model name: a base model and its pruned "
+    "variants (mteb experiments) are averaged into one number there. This report, its CSV / JSON "
+    "exports and mteb_lrd.results_table(folder) keep one row per model, revision and variant."
+)
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; font-size: 14px; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; }
-th { background: #f0f0f0; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1500px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; font-size: 13px; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; white-space: nowrap; }
+th { background: #f0f0f0; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0 1.5em; }
-p.note { color: #555; max-width: 60em; }
+tbody.group { border-top: 3px solid #888; }
+tr.variant td:first-child { color: #888; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1.2em; }
+p.note { color: #555; max-width: 75em; }
+div.warning { background: #fff3cd; border: 1px solid #e0b000; padding: 0.6em 1em; margin: 1em 0; }
+div.warning code { word-break: break-all; }
+table.provenance th { text-align: left; position: static; }
+table.provenance td { white-space: normal; }
+.scroll { overflow-x: auto; }
 """
 
 
-def render_html(
-    board: Leaderboard, figures: Sequence[tuple[str, Path]], title: str = "mteb-lrd report"
-) -> str:
-    """The report page as one HTML string (no external files: PNGs are base64 data URIs).
+@dataclass(frozen=True)
+class EmbeddedFigure:
+    """One embedded figure: section heading, caption and the PNG bytes."""
 
-    Args:
-        board: the leaderboard.
-        figures: ``(caption, png path)`` pairs.
-        title: page title.
-    """
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in board.columns)
-    body = []
-    for row in board.rows:
-        cells = [
-            f'<td class="num">{html.escape(_format(cell))}</td>'
-            if index >= 2
-            else f"<td>{html.escape(_format(cell))}</td>"
-            for index, cell in enumerate(row)
-        ]
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    images = []
-    for caption, path in figures:
-        data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-        images.append(
-            f"<h3>{html.escape(caption)}</h3>"
-            f'<img alt="layer profiles of {html.escape(caption)}" src="data:image/png;base64,{data}">'
+    section: str
+    caption: str
+    png: bytes
+
+
+@dataclass
+class Page:
+    """Everything the page shows."""
+
+    title: str
+    summary: str
+    leaderboard: Table
+    tasks: Table
+    figures: Sequence[EmbeddedFigure]
+    unreadable: Sequence[UnreadableResult]
+    provenance: Mapping[str, str]
+    downloads: Mapping[str, str] = field(default_factory=dict)  # file name -> text content
+    notes: Sequence[str] = ()
+
+
+def _table(table: Table, numeric_from: int, group_rows: bool) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    groups: list[list[str]] = []
+    previous = None
+    for index, row in enumerate(table.rows):
+        cells = "".join(
+            f'<td class="num">{html.escape(format_cell(cell))}</td>'
+            if column >= numeric_from and (cell is None or isinstance(cell, (int, float)))
+            else f"<td>{html.escape(format_cell(cell))}</td>"
+            for column, cell in enumerate(row)
         )
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        '<p class="note">One row per model or pruned variant (variants are never averaged together). Task '
-        "columns: main score × 100. LRD columns: model-level scores averaged over tasks, d0L first.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        f"<h2>Layer profiles</h2>{''.join(images) or '<p>No layer dynamics in these results.</p>'}"
-        "</body></html>\n"
+        group = table.groups[index]
+        if not groups or group != previous or not group_rows:
+            groups.append([])
+        css = ' class="variant"' if groups[-1] else ""
+        groups[-1].append(f"<tr{css}>{cells}</tr>")
+        previous = group
+    body = "".join(f'<tbody class="group">{"".join(rows)}</tbody>' for rows in groups)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead>{body}</table></div>'
+
+
+def _download(name: str, text: str) -> str:
+    mime = "text/csv" if name.endswith(".csv") else "application/json"
+    data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return f'<a download="{html.escape(name)}" href="data:{mime};base64,{data}">{html.escape(name)}</a>'
+
+
+def render_html(page: Page) -> str:
+    """The report page as one HTML string (no external files)."""
+    parts = [
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(page.title)}</title>'
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(page.title)}</h1>",
+        f'<p class="note">{html.escape(page.summary)}</p>',
+    ]
+    if page.unreadable:
+        items = "".join(
+            f"<li><code>{html.escape(str(u.path))}</code>: {html.escape(u.reason)}</li>"
+            for u in page.unreadable
+        )
+        parts.append(
+            f'<div class="warning"><strong>{len(page.unreadable)} result file(s) could not be used and are NOT '
+            f"in any score or mean below.</strong> Fix or remove them and rebuild the report:<ul>{items}</ul></div>"
+        )
+    parts.append(
+        f'<p class="note"><strong>Variants are never averaged.</strong> {html.escape(VARIANTS_NOTE)}</p>'
     )
+    parts.append("<h2>Leaderboard</h2>")
+    parts.extend(f'<p class="note">{html.escape(note)}</p>' for note in page.notes)
+    parts.append(_table(page.leaderboard, 3, group_rows=True))
+    if page.downloads:
+        parts.append(
+            "<p>Download the tables: "
+            + " · ".join(_download(n, t) for n, t in page.downloads.items())
+            + "</p>"
+        )
+    section = None
+    for figure in page.figures:
+        if figure.section != section:
+            parts.append(f"<h2>{html.escape(figure.section)}</h2>")
+            section = figure.section
+        data = base64.b64encode(figure.png).decode("ascii")
+        parts.append(
+            f"<h3>{html.escape(figure.caption)}</h3>"
+            f'<img alt="{html.escape(figure.caption)}" src="data:image/png;base64,{data}">'
+        )
+    if not page.figures:
+        parts.append("<h2>Figures</h2><p>No layer dynamics or per-layer scores in these results.</p>")
+    parts.append("<h2>Per task</h2>")
+    parts.append(
+        '<p class="note">main_score and best_layer_score as in the result files (0–1); best_layer in the base '
+        "model's numbering (0 = embeddings); n_used_*: texts each LRD metric used (smallest over subsets).</p>"
+    )
+    parts.append(_table(page.tasks, 6, group_rows=True))
+    parts.append('<h2>Provenance</h2><table class="provenance">')
+    parts.extend(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in page.provenance.items()
+    )
+    parts.append("</table></body></html>\n")
+    return "".join(parts)

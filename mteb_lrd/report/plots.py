@@ -1,83 +1,376 @@
-"""Per-variant figures: speed, curvature, Jaccard retention, GFMI and per-layer main score against depth."""
+"""Report figures (matplotlib, Agg): every function returns a ``matplotlib.figure.Figure`` (or
+``None`` when the results hold nothing to draw) and :func:`save_png` writes one atomically.
+
+Layers are placed at their index in the *base* model (``h_0`` = embeddings … ``h_L``), so a pruned
+variant's curve lines up with its base model's and the removed blocks show as gaps. Block ``b``
+produces ``h_{b+1}``; removed blocks are marked at ``ℓ = b + 1``.
+"""
 
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import blended_transform_factory
 
 from mteb_lrd.integration.results import ModelVariant
 from mteb_lrd.io import atomic_write_bytes
 
-__all__ = ["PANELS", "plot_profiles"]
+__all__ = [
+    "PROFILE_PANELS",
+    "d0l_figure",
+    "label_points",
+    "panel_grid",
+    "per_layer_figure",
+    "point_label",
+    "profile_figure",
+    "pruning_figure",
+    "save_png",
+    "score_axis_label",
+]
 
-PANELS = ("Frenet speed", "Frenet curvature", "NRS Jaccard", "GFMI AUC", "Per-layer main score")
+BASE_LAYER = r"layer $\ell$ of the base model (hidden state $h_\ell$; 0 = embeddings)"
+RELATIVE_DEPTH = r"relative depth $\ell / L$ in the base model (0 = embeddings, 1 = last layer)"
+D0L = r"$d_{0L}$: Grassmann distance between the $h_0$ and $h_L$ subspaces [rad]"
+
+# (title, y-axis label with unit) of the per-variant profile panels, in drawing order
+PROFILE_PANELS: tuple[tuple[str, str], ...] = (
+    ("Frenet speed", r"Grassmann distance $d(h_\ell, h_{\ell+1})$ [rad]"),
+    ("Frenet curvature", r"Menger curvature $\kappa_\ell$ [1/rad]"),
+    ("NRS retention", "kNN Jaccard retention, adjacent layers [0–1]"),
+    ("GFMI", r"AUC of MI with $h_L$ [nat × percentile]"),
+    ("Per-layer main score", "main score × 100"),
+)
 
 
-def _depths(count: int, first: float, last: float) -> np.ndarray:
-    return np.linspace(first, last, count) if count > 1 else np.array([first])
+# units of model-level scores, by name pattern (first match wins)
+_UNITS: tuple[tuple[str, str], ...] = (
+    ("curvature", "1/rad"),
+    ("frenet_d0L", "rad"),
+    ("arc_length", "rad"),
+    ("speed", "rad"),
+    ("jaccard", "0–1"),
+    ("gfmi", "nat × percentile"),
+    ("rankme", "effective rank"),
+    ("alpha_req", "power-law exponent"),
+)
 
 
-def _profiles(dynamics: dict, per_layer: dict | None) -> list[tuple[np.ndarray, np.ndarray] | None]:
-    """(relative depth, values) per panel; transitions sit between layers, curvature at inner layers."""
+def score_axis_label(name: str) -> str:
+    """An axis label for a model-level score: its name and, where known, its unit in brackets."""
+    unit = next((u for pattern, u in _UNITS if pattern in name), None)
+    if name.endswith(("ratio", "_cv", "straightness", "_depth", "slope")) or "peak_mi" in name:
+        unit = None if "peak_mi" not in name else "nat"
+    return name if unit is None else f"{name} [{unit}]"
 
-    def series(values: list | None, first: float, last: float):
-        if not values:
-            return None
-        array = np.array([np.nan if v is None else v for v in values], dtype=float)
-        return _depths(array.size, first, last), array
 
-    num_layers = int(
-        dynamics.get("num_layers") or len((dynamics.get("frenet") or {}).get("speed") or []) or 1
+def _colours(count: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if count <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(count)]
+
+
+def panel_grid(
+    count: int, width: float, height: float, legend_right: bool = False
+) -> tuple[Figure, list[Any]]:
+    """A figure with ``count`` panels, at most 3 per row (room on the right for a legend); unused
+    panels removed."""
+    ncols = min(3, count)
+    nrows = math.ceil(count / ncols)
+    extra = 3.0 if legend_right else 0.0
+    figure = Figure(figsize=(max(width * ncols, 7.0) + extra, height * nrows + 0.9), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = list(np.atleast_1d(figure.subplots(nrows, ncols, squeeze=False)).ravel())
+    for extra in axes[count:]:
+        extra.remove()
+    return figure, axes[:count]
+
+
+def point_label(variant: ModelVariant) -> str:
+    """A short name for a point or line: the model name without its organisation, plus the variant."""
+    name = variant.model.split("/")[-1]
+    if variant.removed_blocks:
+        return f"{name} −{variant.removed_blocks}"
+    return name if variant.experiment is None else f"{name} [{variant.experiment}]"
+
+
+def _score_label(variants: Sequence[ModelVariant], task: str) -> str:
+    for variant in variants:
+        record = variant.tasks.get(task)
+        for entry in record.per_layer if record else []:
+            if entry.get("main_score"):
+                return f"{entry['main_score']} × 100"
+    return "main score × 100"
+
+
+def _curve(variant: ModelVariant, task: str) -> tuple[np.ndarray, np.ndarray] | None:
+    record = variant.tasks.get(task)
+    curve = record.per_layer_scores() if record else None
+    if curve is None:
+        return None
+    return variant.original_layers(curve.size), curve * 100
+
+
+def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
+    """Per-layer main score of every model and variant, overlaid: one panel per task.
+
+    x is the relative depth in the base model (so models of different depth share an axis and a
+    pruned variant's points sit at their base positions); pruned variants are dashed.
+    """
+    tasks = [t for t in tasks if any(_curve(v, t) is not None for v in variants)]
+    if not tasks:
+        return None
+    figure, axes = panel_grid(len(tasks), 5.2, 3.8, legend_right=True)
+    colours = _colours(len(variants))
+    for axis, task in zip(axes, tasks, strict=True):
+        for colour, variant in zip(colours, variants, strict=True):
+            curve = _curve(variant, task)
+            if curve is None:
+                continue
+            layers, scores = curve
+            depth = layers / max(variant.base_num_blocks(layers.size), 1)
+            axis.plot(
+                depth,
+                scores,
+                marker="o",
+                markersize=3,
+                color=colour,
+                linestyle="--" if variant.experiment else "-",
+                label=point_label(variant),
+            )
+        axis.set_title(task, fontsize=10)
+        axis.set_xlabel(RELATIVE_DEPTH, fontsize=8)
+        axis.set_ylabel(_score_label(variants, task))
+        axis.set_xlim(-0.03, 1.03)
+        axis.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for axis in axes[1:]:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    figure.legend(
+        handles,
+        labels,
+        loc="outside right upper",
+        fontsize=8,
+        title="solid: base, dashed: pruned",
+        title_fontsize=8,
     )
-    half = 0.5 / num_layers
+    figure.suptitle("Per-layer main score of every model and variant")
+    return figure
+
+
+def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
+    """A model and its pruned variants on the base model's layer index, removed blocks marked.
+
+    Each removed block ``b`` of a variant is a shaded band (``gid`` ``removed:<label>:<b>``) centred
+    on ``ℓ = b + 1``, labelled ``block b removed``, in the variant's colour. ``None`` unless the group
+    holds a pruned variant with per-layer scores.
+    """
+    pruned = [v for v in group if v.removed_blocks]
+    tasks = [t for t in tasks if any(_curve(v, t) is not None for v in pruned)]
+    if not tasks:
+        return None
+    ordered = [v for v in group if not v.removed_blocks] + pruned
+    figure, axes = panel_grid(len(tasks), 6.0, 4.0)
+    colours = _colours(len(ordered))
+    num_blocks = 0
+    for axis, task in zip(axes, tasks, strict=True):
+        top = blended_transform_factory(axis.transData, axis.transAxes)
+        for rank, (colour, variant) in enumerate(zip(colours, ordered, strict=True)):
+            curve = _curve(variant, task)
+            if curve is None:
+                continue
+            layers, scores = curve
+            num_blocks = max(num_blocks, variant.base_num_blocks(layers.size))
+            removed = variant.removed_blocks
+            label = (
+                "base"
+                if not removed
+                else f"removed blocks {removed} (no " + ", ".join(f"$h_{{{b + 1}}}$" for b in removed) + ")"
+            )
+            axis.plot(
+                layers, scores, marker="o", color=colour, linestyle="--" if removed else "-", label=label
+            )
+            for block in removed:
+                axis.axvspan(
+                    block + 0.6, block + 1.4, color=colour, alpha=0.15, gid=f"removed:{variant.label}:{block}"
+                )
+                axis.text(
+                    block + 1 + 0.22 * (rank - (len(pruned) + 1) / 2),
+                    0.98,
+                    f"block {block} removed",
+                    transform=top,
+                    rotation=90,
+                    ha="center",
+                    va="top",
+                    fontsize=7,
+                    color=colour,
+                )
+        axis.set_title(task, fontsize=10)
+        axis.set_xlabel(BASE_LAYER, fontsize=8)
+        axis.set_ylabel(_score_label(group, task))
+        axis.set_xticks(range(num_blocks + 1))
+        axis.set_xlim(-0.5, num_blocks + 0.5)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="best")
+    figure.suptitle(
+        f"{group[0].model}: base vs pruned\nshaded: a removed block b, at the layer $h_{{b+1}}$ it produced",
+        fontsize=10,
+    )
+    return figure
+
+
+def label_points(axis: Any, points: Sequence[tuple[str, float, float]]) -> None:
+    """Write each point's label next to it; labels that would overlap are stacked downwards and
+    joined to their point by a thin line (positions in axes fractions, ~0.014 per character)."""
+    axis.autoscale_view()
+    (x0, x1), (y0, y1) = axis.get_xlim(), axis.get_ylim()
+    height = 0.055
+    placed: list[tuple[float, float, float]] = []
+    for label, x, y in sorted(points, key=lambda p: (-p[2], p[1])):
+        fx, fy = (x - x0) / ((x1 - x0) or 1), (y - y0) / ((y1 - y0) or 1)
+        width = 0.014 * len(label)
+        tx = fx + 0.02 if fx + 0.02 + width <= 1 else fx - 0.02 - width
+        ty = fy
+        for _ in range(len(points) + 1):
+            clash = [p for p in placed if p[0] < tx + width and tx < p[0] + p[2] and abs(p[1] - ty) < height]
+            if not clash:
+                break
+            ty = min(p[1] for p in clash) - height
+        placed.append((tx, ty, width))
+        moved = abs(ty - fy) > height / 2
+        axis.annotate(
+            label,
+            (x, y),
+            xytext=(tx, ty),
+            textcoords="axes fraction",
+            fontsize=7,
+            va="center",
+            arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5} if moved else None,
+        )
+
+
+def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
+    """d0L against the main score, one labelled point per model / variant: one panel per task and,
+    with several tasks, one for the means over tasks (variants that have every task)."""
+    panels: list[tuple[str, list[tuple[str, float, float]]]] = []
+    for task in tasks:
+        points = []
+        for variant in variants:
+            record = variant.tasks.get(task)
+            d0l = record.lrd_summary().get("frenet_d0L") if record else None
+            if record is not None and d0l is not None and np.isfinite(d0l):
+                points.append((point_label(variant), d0l, record.main_score * 100))
+        if points:
+            panels.append((task, points))
+    if len(tasks) > 1:
+        points = []
+        for variant in variants:
+            if all(t in variant.tasks for t in tasks):
+                d0ls = [variant.tasks[t].lrd_summary().get("frenet_d0L") for t in tasks]
+                if all(d is not None and np.isfinite(d) for d in d0ls):
+                    score = float(np.mean([variant.tasks[t].main_score for t in tasks])) * 100
+                    points.append((point_label(variant), float(np.mean(d0ls)), score))  # type: ignore[arg-type]
+        if points:
+            panels.append((f"mean over {len(tasks)} tasks", points))
+    if not panels:
+        return None
+    figure, axes = panel_grid(len(panels), 5.2, 4.0)
+    for axis, (title, points) in zip(axes, panels, strict=True):
+        xs = [p[1] for p in points]
+        ys = [p[2] for p in points]
+        axis.scatter(xs, ys, s=30, color="C0", zorder=3)
+        axis.margins(0.25)
+        label_points(axis, points)
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel(D0L, fontsize=8)
+        axis.set_ylabel("main score × 100")
+        axis.grid(alpha=0.3)
+    figure.suptitle("End-to-end displacement d0L vs main score (the paper's selection score)")
+    return figure
+
+
+def _profiles(variant: ModelVariant, dynamics: dict[str, Any], curve: np.ndarray | None) -> list[Any]:
+    """(x, values) per profile panel, x on the base model's layer index."""
     frenet = dynamics.get("frenet") or {}
+    speed = frenet.get("speed") or []
+    num_states = int(dynamics.get("num_layers") or len(speed)) + 1
+    layers = variant.original_layers(num_states).astype(float)
+    between = (layers[:-1] + layers[1:]) / 2  # transitions h_j -> h_{j+1}
+
+    def series(values: list | None, x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        if not values or len(values) != x.size:
+            return None
+        return x, np.array([np.nan if v is None else v for v in values], dtype=float)
+
     return [
-        series(frenet.get("speed"), half, 1 - half),
-        series(frenet.get("curvature"), 1 / num_layers, 1 - 1 / num_layers),
-        series((dynamics.get("nrs") or {}).get("jaccard"), half, 1 - half),
-        series((dynamics.get("gfmi") or {}).get("auc"), 0.0, 1.0),
-        series(per_layer.get("scores") if per_layer else None, 0.0, 1.0),
+        series(speed, between),
+        series(frenet.get("curvature"), layers[1:-1]),
+        series((dynamics.get("nrs") or {}).get("jaccard"), between),
+        series((dynamics.get("gfmi") or {}).get("auc"), layers),
+        None
+        if curve is None
+        else series(list(curve * 100), variant.original_layers(curve.size).astype(float)),
     ]
 
 
-def plot_profiles(variant: ModelVariant, path: str | Path) -> Path | None:
-    """Draw the five layer profiles of ``variant`` (one line per task) to a PNG at ``path``.
-
-    Returns:
-        The path, or ``None`` when the variant has no ``layer_dynamics`` / ``per_layer`` entries.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def profile_figure(variant: ModelVariant) -> Figure | None:
+    """The five layer profiles of one variant (one line per task / subset), or ``None`` without any."""
     lines = []
     for task, record in sorted(variant.tasks.items()):
-        per_layer = record.per_layer
-        for index, dynamics in enumerate(record.layer_dynamics):
-            label = (
-                task if len(record.layer_dynamics) == 1 else f"{task}/{record.subsets[index]['hf_subset']}"
+        subsets = [row for row in record.subsets if isinstance(row.get("layer_dynamics"), dict)]
+        for row in subsets:
+            entry = row.get("per_layer")
+            curve = None
+            if isinstance(entry, dict) and entry.get("scores"):
+                curve = np.array([np.nan if s is None else s for s in entry["scores"]], dtype=float)
+            label = task if len(subsets) == 1 else f"{task}/{row.get('hf_subset')}"
+            lines.append((label, _profiles(variant, row["layer_dynamics"], curve)))
+        curve = record.per_layer_scores()
+        if not subsets and curve is not None:
+            lines.append(
+                (task, [None] * 4 + [(variant.original_layers(curve.size).astype(float), curve * 100)])
             )
-            lines.append((label, _profiles(dynamics, per_layer[index] if index < len(per_layer) else None)))
-        if not record.layer_dynamics and per_layer:
-            lines.append((task, _profiles({"num_layers": len(per_layer[0]["scores"]) - 1}, per_layer[0])))
     if not lines:
         return None
-    figure, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.4), constrained_layout=True)
-    for axis, title in zip(axes, PANELS, strict=True):
+    figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5)
+    for axis, (title, ylabel) in zip(axes, PROFILE_PANELS, strict=True):
         axis.set_title(title, fontsize=10)
-        axis.set_xlabel("relative depth")
-        axis.set_xlim(0, 1)
+        axis.set_xlabel(BASE_LAYER, fontsize=8)
+        axis.set_ylabel(ylabel, fontsize=8)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
+        for block in variant.removed_blocks:
+            axis.axvspan(
+                block + 0.6, block + 1.4, color="grey", alpha=0.15, gid=f"removed:{variant.label}:{block}"
+            )
     for label, profiles in lines:
         for axis, profile in zip(axes, profiles, strict=True):
             if profile is not None:
                 axis.plot(*profile, marker="o", markersize=3, label=label)
-    axes[-1].legend(fontsize=7, loc="best")
-    figure.suptitle(variant.label, fontsize=11)
+    for axis in axes:
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7, loc="best")
+    removed = f"\nshaded: removed blocks {variant.removed_blocks}" if variant.removed_blocks else ""
+    figure.suptitle(
+        f"{variant.label}: layer profiles (transitions drawn between the two layers){removed}", fontsize=10
+    )
+    return figure
+
+
+def save_png(figure: Figure, path: str | Path) -> Path:
+    """Render ``figure`` to PNG (110 dpi, title in the PNG metadata) and write it atomically."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
+    title = figure.get_suptitle() or "mteb-lrd figure"
+    figure.savefig(buffer, format="png", dpi=110, metadata={"Title": title, "Software": "mteb-lrd"})
     return atomic_write_bytes(path, buffer.getvalue())

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from mteb_lrd.io import atomic_write_bytes
+from mteb_lrd.report.plots import label_points, panel_grid, score_axis_label
 
-__all__ = ["write_prune_report", "write_selection_report"]
+__all__ = ["selection_scatter", "write_prune_report", "write_selection_report"]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -38,9 +41,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines
 
 
-def _png(fig: Any) -> bytes:
+def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Title": fig.get_suptitle() or "mteb-lrd"})
     return buffer.getvalue()
 
 
@@ -89,13 +92,36 @@ def _save(out_dir: Path, stem: str, title: str, lines: list[str], figures: Mappi
     return out_dir / f"{stem}.md"
 
 
+def selection_scatter(analysis: Mapping[str, Any], name: str) -> Figure | None:
+    """Score ``name`` against the main score: one panel per task, each point named by its model
+    (``None`` when no task has a finite value of the score)."""
+    panels = []
+    for task in analysis["tasks"]:
+        points = [
+            (model, analysis["scores"][task][model].get(name), analysis["main"][task][model])
+            for model in sorted(analysis["scores"][task])
+        ]
+        points = [(m, float(x), float(y)) for m, x, y in points if x is not None and np.isfinite(x)]
+        if points:
+            panels.append((task, points))
+    if not panels:
+        return None
+    fig, axes = panel_grid(len(panels), 4.6, 3.6)
+    for axis, (task, points) in zip(axes, panels, strict=True):
+        axis.scatter([p[1] for p in points], [p[2] for p in points], s=22, zorder=3)
+        axis.margins(0.25)
+        label_points(axis, points)
+        rho = analysis["per_task"].get(name, {}).get(task, {}).get("rho")
+        axis.set_title(f"{task} (Spearman ρ {_fmt(rho, 2)})", fontsize=9)
+        axis.set_xlabel(score_axis_label(name), fontsize=8)
+        axis.set_ylabel("main score (the task's metric, 0–1)", fontsize=8)
+        axis.grid(alpha=0.3)
+    fig.suptitle(f"{name} against the main score, per task")
+    return fig
+
+
 def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
     """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir)
     models, tasks, summary = analysis["models"], analysis["tasks"], analysis["summary"]
     lines = ["# Label-free model selection", ""]
@@ -167,34 +193,22 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += ["", "## All scores (median ρ over tasks)", ""]
     lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order])
     figures: dict[str, bytes] = {}
-    lines += ["", "## Scatter plots (score against main score; one colour per task)", ""]
+    lines += [
+        "",
+        "## Scatter plots (score against main score; one panel per task, points named by model)",
+        "",
+    ]
     for name in headline:
-        fig, ax = plt.subplots(figsize=(5, 3.6))
-        for task in tasks:
-            pairs = [
-                (analysis["scores"][task][m].get(name), analysis["main"][task][m])
-                for m in analysis["scores"][task]
-            ]
-            pairs = [(x, y) for x, y in pairs if x is not None and np.isfinite(x)]
-            if pairs:
-                xs, ys = zip(*pairs, strict=True)
-                ax.scatter(xs, ys, s=18, label=task)
-        ax.set_xlabel(name)
-        ax.set_ylabel("main score")
-        ax.legend(fontsize=6, ncol=2)
+        fig = selection_scatter(analysis, name)
+        if fig is None:
+            continue
         figures[f"scatter_{name}.png"] = _png(fig)
-        plt.close(fig)
         lines += [f"![{name}](scatter_{name}.png)", ""]
     return _save(out, "selection", "Label-free model selection", lines, figures)
 
 
 def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path:
     """``pruning.md`` / ``pruning.html`` / ``pruning.png``; returns the .md path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir)
     table, budgets, methods = analysis["table"], analysis["budgets"], analysis["methods"]
     cols = [f"{b:g}" for b in budgets]
@@ -243,14 +257,17 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
                 f"{spread['max']:+.4f}]. Inside that range (indistinguishable from some Random draw): "
                 + (", ".join(inside) or "none"),
             ]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     for m in methods:
         ax.plot([float(c) * 100 for c in cols], [table[m][c]["mean"] for c in cols], marker="o", label=m)
     ax.axhline(0, color="grey", lw=0.5)
-    ax.set_xlabel("budget (% of candidate layers)")
-    ax.set_ylabel("mean score change")
+    ax.set_xlabel("pruning budget [% of candidate layers removed]")
+    ax.set_ylabel("mean change of the main score (pruned − base)")
+    ax.set_title("Layer pruning: mean score change per method")
+    ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     figures = {"pruning.png": _png(fig)}
-    plt.close(fig)
     lines += ["", "![mean score change](pruning.png)", ""]
     return _save(out, "pruning", "Layer pruning", lines, figures)

@@ -1,38 +1,90 @@
-"""Leaderboard tables: one row per model or variant (never averaged together), Markdown output."""
+"""Variant-aware tables of a results folder: the leaderboard (one row per model or pruned variant,
+never averaged together) and the per-task table (one row per variant and task, with provenance).
+
+Rows are grouped by model (groups ordered by the base model's mean score, best first); inside a
+group the base model comes first, then its variants, best mean first. Layers are numbered as in
+the base model (0 = embeddings), also for pruned variants.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mteb_lrd.integration.results import ModelVariant
+from mteb_lrd.integration.results import ModelVariant, TaskRecord, read_results
+from mteb_lrd.io import to_jsonable
 
-__all__ = ["LRD_COLUMNS", "Leaderboard", "leaderboard", "to_markdown"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
-# Model-level LRD scores shown in the table, d0L first (the paper's strongest selection score).
+__all__ = [
+    "LRD_COLUMNS",
+    "TASK_COLUMNS",
+    "Table",
+    "best_layer",
+    "format_cell",
+    "leaderboard",
+    "order_variants",
+    "results_table",
+    "task_table",
+    "to_markdown",
+    "variant_description",
+]
+
+# Model-level LRD scores shown in the tables, d0L first (the paper's strongest selection score).
 LRD_COLUMNS: dict[str, str] = {
-    "frenet_d0L": "d0L",
+    "frenet_d0L": "d0L [rad]",
     "nrs_mean_jaccard": "NRS mean J",
     "gfmi_mean_auc": "GFMI mean AUC",
 }
 
 
 @dataclass(frozen=True)
-class Leaderboard:
-    """A table: ``columns`` names, ``rows`` of cells (``None`` = missing), ``tasks`` in column order."""
+class Table:
+    """A table: ``columns`` names and ``rows`` of cells (``None`` = missing).
+
+    Attributes:
+        columns: column names.
+        rows: one list of cells per row, in display order.
+        tasks: the task columns of a leaderboard, in order (``[]`` for other tables).
+        groups: the model each row belongs to (rows of a group are adjacent).
+    """
 
     columns: list[str]
     rows: list[list[Any]]
     tasks: list[str]
+    groups: list[str]
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as ``{column: value}`` dicts."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def to_csv(self) -> str:
+        """CSV text: a header line, then one line per row; missing cells are empty, floats unrounded."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows([["" if cell is None else cell for cell in row] for row in self.rows])
+        return buffer.getvalue()
+
+    def to_json(self) -> str:
+        """JSON text: a list of ``{column: value}`` objects (missing and non-finite values ``null``)."""
+        return json.dumps(to_jsonable(self.records()), indent=1, ensure_ascii=False) + "\n"
 
 
-def _variant_cell(variant: ModelVariant) -> str:
+def variant_description(variant: ModelVariant) -> str:
+    """``base``, or what the experiment changed (``removed [2, 3] of 6, rule=gfmi``)."""
     kwargs = variant.experiment_kwargs or {}
     if not kwargs:
-        return "base"
+        return "base" if variant.experiment is None else variant.experiment
     parts = []
     if "removed_blocks" in kwargs:
         parts.append(f"removed {kwargs['removed_blocks']} of {kwargs.get('num_blocks', '?')}")
@@ -43,53 +95,225 @@ def _variant_cell(variant: ModelVariant) -> str:
     return ", ".join(parts)
 
 
+def best_layer(variant: ModelVariant, records: Sequence[TaskRecord]) -> tuple[int, float] | tuple[None, None]:
+    """The layer with the best per-layer main score and that score (0–1), layers in base numbering.
+
+    With several records the per-layer scores are averaged over them first (each task weighs the
+    same). Ties go to the shallower layer. ``(None, None)`` when a record has no per-layer scores,
+    they differ in length, or all are missing.
+    """
+    curves = [record.per_layer_scores() for record in records]
+    if not curves or any(c is None for c in curves) or len({c.size for c in curves if c is not None}) != 1:
+        return None, None
+    mean = np.mean(np.array(curves, dtype=float), axis=0)
+    if not np.isfinite(mean).any():
+        return None, None
+    index = int(np.nanargmax(mean))
+    return int(variant.original_layers(mean.size)[index]), float(mean[index])
+
+
+def _mean_score(variant: ModelVariant, tasks: Sequence[str]) -> float | None:
+    if not tasks or any(t not in variant.tasks for t in tasks):
+        return None
+    return float(np.mean([variant.tasks[t].main_score for t in tasks]))
+
+
+def order_variants(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> list[ModelVariant]:
+    """Group by model (groups by the base's mean score over ``tasks``, best first; a group without
+    a base by its best variant), base first inside a group, then variants by mean, best first.
+    Missing means sort last; names break ties; variants with none of ``tasks`` are left out."""
+    groups: dict[str, list[ModelVariant]] = {}
+    for variant in variants:
+        if any(t in variant.tasks for t in tasks):  # a variant with none of the tasks has no row
+            groups.setdefault(variant.model, []).append(variant)
+
+    def within(v: ModelVariant) -> tuple[bool, bool, float, str, str]:
+        mean = _mean_score(v, tasks)
+        return (v.experiment is not None, mean is None, -(mean or 0.0), v.revision, v.experiment or "")
+
+    def group_key(model: str) -> tuple[bool, float, str]:
+        members = sorted(groups[model], key=within)
+        mean = _mean_score(members[0], tasks)
+        return (mean is None, -(mean or 0.0), model)
+
+    return [v for model in sorted(groups, key=group_key) for v in sorted(groups[model], key=within)]
+
+
+def _task_names(variants: Sequence[ModelVariant], tasks: Sequence[str] | None) -> list[str]:
+    seen = sorted({t for v in variants for t in v.tasks})
+    if tasks is None:
+        return seen
+    missing = [t for t in tasks if t not in seen]
+    if missing:
+        raise ValueError(f"no results for task(s) {', '.join(missing)}; the results hold: {', '.join(seen)}")
+    return list(tasks)
+
+
 def leaderboard(
     variants: Sequence[ModelVariant],
     tasks: Sequence[str] | None = None,
     lrd_columns: dict[str, str] | None = None,
-) -> Leaderboard:
-    """Build the leaderboard.
+) -> Table:
+    """The leaderboard: one row per model or variant.
 
     Args:
-        variants: from :func:`mteb_lrd.integration.results.load_variants`.
+        variants: from :func:`mteb_lrd.integration.results.read_results`.
         tasks: task columns, in order; default: every task seen, sorted.
         lrd_columns: ``{summary key: column title}``; default :data:`LRD_COLUMNS`.
 
     Returns:
-        Columns ``Model``, ``Variant``, one per task (main score × 100), ``Mean`` (over the tasks the
-        variant has, ``None`` when one is missing), then the LRD model-level scores averaged over tasks.
-        Rows sorted by mean score, best first.
+        Columns ``Model``, ``Variant``, ``Revision``, one per task (main score × 100), ``Mean`` (over
+        the tasks; ``None`` when one is missing), ``Best layer`` / ``Best-layer score`` (the layer
+        whose per-layer main score averaged over the tasks is highest, in base-model numbering, and
+        that score × 100), then the LRD model-level scores averaged over tasks.
+
+    Raises:
+        ValueError: when a requested task has no results.
     """
     lrd_columns = LRD_COLUMNS if lrd_columns is None else lrd_columns
-    task_names = list(tasks) if tasks is not None else sorted({t for v in variants for t in v.tasks})
-    rows = []
-    for variant in variants:
+    task_names = _task_names(variants, tasks)
+    rows: list[list[Any]] = []
+    for variant in order_variants(variants, task_names):
         scores = [variant.tasks[t].main_score * 100 if t in variant.tasks else None for t in task_names]
-        mean = float(np.mean(scores)) if scores and all(s is not None for s in scores) else None
+        mean = _mean_score(variant, task_names)
+        records = [variant.tasks[t] for t in task_names if t in variant.tasks]
+        layer, layer_score = best_layer(variant, records) if len(records) == len(task_names) else (None, None)
         summary = variant.lrd_summary()
         rows.append(
-            [variant.model, _variant_cell(variant), *scores, mean, *(summary.get(k) for k in lrd_columns)]
+            [
+                variant.model,
+                variant_description(variant),
+                variant.revision,
+                *scores,
+                None if mean is None else mean * 100,
+                layer,
+                None if layer_score is None else layer_score * 100,
+                *(summary.get(k) for k in lrd_columns),
+            ]
         )
-    rows.sort(
-        key=lambda row: (row[2 + len(task_names)] is None, -(row[2 + len(task_names)] or 0.0), row[0], row[1])
-    )
-    columns = ["Model", "Variant", *task_names, "Mean", *lrd_columns.values()]
-    return Leaderboard(columns, rows, task_names)
+    columns = ["Model", "Variant", "Revision", *task_names, "Mean", "Best layer", "Best-layer score"]
+    return Table([*columns, *lrd_columns.values()], rows, task_names, [str(row[0]) for row in rows])
 
 
-def _format(value: Any) -> str:
-    if value is None:
+TASK_COLUMNS = [
+    "model",
+    "variant",
+    "revision",
+    "experiment",
+    "task",
+    "split",
+    "subsets",
+    "main_score",
+    "best_layer",
+    "best_layer_score",
+    "num_layers",
+    *LRD_COLUMNS,
+    "n_texts",
+    "n_used_frenet",
+    "n_used_nrs",
+    "n_used_gfmi",
+    "mteb_version",
+    "date",
+    "dataset_revision",
+    "file",
+]
+
+
+def _iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def task_table(variants: Sequence[ModelVariant], tasks: Sequence[str] | None = None) -> Table:
+    """One row per (variant, task), scores as in the result files (0–1), with provenance.
+
+    Columns: :data:`TASK_COLUMNS` — ``best_layer`` in base-model numbering, ``num_layers`` the
+    variant's own transformer blocks, ``n_used_*`` the texts each LRD metric used (smallest over
+    subsets), ``mteb_version`` / ``date`` / ``dataset_revision`` as recorded in the file.
+    """
+    task_names = _task_names(variants, tasks)
+    rows: list[list[Any]] = []
+    for variant in order_variants(variants, task_names):
+        for task in task_names:
+            record = variant.tasks.get(task)
+            if record is None:
+                continue
+            curve = record.per_layer_scores()
+            layer, score = best_layer(variant, [record])
+            summary = record.lrd_summary()
+            n_used = record.n_used()
+            n_texts = [d["n_texts"] for d in record.layer_dynamics if isinstance(d.get("n_texts"), int)]
+            rows.append(
+                [
+                    variant.model,
+                    variant_description(variant),
+                    variant.revision,
+                    variant.experiment,
+                    task,
+                    record.split,
+                    len(record.subsets),
+                    record.main_score,
+                    layer,
+                    score,
+                    None if curve is None else curve.size - 1,
+                    *(summary.get(k) for k in LRD_COLUMNS),
+                    min(n_texts) if n_texts else None,
+                    n_used.get("frenet"),
+                    n_used.get("nrs"),
+                    n_used.get("gfmi"),
+                    record.mteb_version,
+                    _iso(record.date),
+                    record.dataset_revision,
+                    str(record.path) if record.path else None,
+                ]
+            )
+    return Table(list(TASK_COLUMNS), rows, [], [str(row[0]) for row in rows])
+
+
+def results_table(folder: str | Path, tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """A variant-aware replacement for mteb's ``BenchmarkResults.to_dataframe``.
+
+    mteb's ``to_dataframe`` keys rows by model name, so a base model and its pruned variants are
+    averaged into one number. Here every (model, revision, experiment) keeps its own rows.
+
+    Args:
+        folder: an mteb results folder (``ResultCache`` folder or its ``results/``).
+        tasks: tasks to include; default all.
+
+    Returns:
+        A ``pandas.DataFrame`` with one row per (variant, task) and the columns of
+        :func:`task_table` (``main_score`` as in the files, 0–1). Unreadable files are warned about
+        (named) and left out.
+
+    Raises:
+        ValueError: when the folder does not exist or a requested task has no results.
+    """
+    import pandas as pd
+
+    table = task_table(read_results(folder).variants, tasks)
+    return pd.DataFrame(table.rows, columns=table.columns)
+
+
+def format_cell(value: Any) -> str:
+    """A cell as shown in Markdown / HTML: ``–`` for missing, 2 decimals (4 below 1)."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
     if isinstance(value, float):
-        return f"{value:.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3f}"
-    return str(value).replace("|", "\\|")
+        return f"{value:.2f}" if abs(value) >= 1 or value == 0 else f"{value:.4f}"
+    return str(value)
 
 
-def to_markdown(board: Leaderboard) -> str:
-    """The table as GitHub Markdown."""
+def to_markdown(table: Table, columns: Sequence[str] | None = None) -> str:
+    """The table (optionally only ``columns``) as GitHub Markdown; text columns left-aligned."""
+    names = list(columns) if columns is not None else table.columns
+    index = [table.columns.index(c) for c in names]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in table.rows) for i in index]
     lines = [
-        "| " + " | ".join(board.columns) + " |",
-        "|" + "|".join(["---"] * 2 + ["---:"] * (len(board.columns) - 2)) + "|",
+        "| " + " | ".join(names) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
     ]
-    lines.extend("| " + " | ".join(_format(cell) for cell in row) + " |" for row in board.rows)
+    lines.extend(
+        "| " + " | ".join(format_cell(row[i]).replace("|", "\\|") for i in index) + " |" for row in table.rows
+    )
     return "\n".join(lines) + "\n"
