@@ -57,7 +57,9 @@ def stand_in_decoder(folder: Path) -> tuple[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", help="a decoder folder (default: a random stand-in)")
     parser.add_argument("-n", type=int, default=240, help="unique STS Benchmark sentences (default 240)")
     args = parser.parse_args()
@@ -77,7 +79,9 @@ def main() -> None:
     longest = np.array([lengths[s : s + 4].max() for s in range(0, len(texts), 4)]).repeat(4)[: len(texts)]
     shorter = lengths < longest
     on_pad = lengths - 1 < longest - lengths  # mask.sum - 1 falls in the left padding
-    print(f"model: {args.model or 'random 6-layer Llama stand-in (MiniLM WordPiece tokenizer)'}, N = {len(texts)}")
+    print(
+        f"model: {args.model or 'random 6-layer Llama stand-in (MiniLM WordPiece tokenizer)'}, N = {len(texts)}"
+    )
     print(f"texts not pooled at their last token: {shorter.mean():.1%} (on a pad: {on_pad.mean():.1%})")
     print(f"{'summary':<26} {'true last token':>16} {'authors rule':>14}")
     for key in (*KEYS, "n_dropped"):
