@@ -234,3 +234,21 @@ def test_shard_copied_within_the_extraction_cache_is_rebuilt(tiny_model_dir, tex
         again = LayerExtractor(str(path), load_tiny_tokenizer(path), **kwargs).extract(texts)
     assert str(shard1) in caplog.text
     np.testing.assert_array_equal(again.states, first.states)
+
+
+def test_dysem_store_keeps_an_unreadable_shard(tmp_path, monkeypatch):
+    from mteb_lrd.dysem.store import VectorStore
+
+    VectorStore(tmp_path).put(["k"], np.ones((1, 3)))
+    (shard,) = tmp_path.glob("shard-*.npz")
+    before = shard.read_bytes()
+
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(np, "load", denied)
+    with pytest.raises(PermissionError, match=f"cannot read cache shard {shard}"):
+        VectorStore(tmp_path).get(["k"])
+    assert shard.read_bytes() == before
+    monkeypatch.undo()
+    np.testing.assert_array_equal(VectorStore(tmp_path).get(["k"])["k"], np.ones(3))

@@ -177,6 +177,15 @@ def test_hub_task_offline_is_one_line(tmp_path, capsys, monkeypatch, no_model_lo
     assert "--local-task" in line
 
 
+def test_hub_model_id_offline_is_one_line(texts_file, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert (
+        main(["profile", "--model", "someorg/some-model", "--texts", str(texts_file), "--no-progress"]) == 2
+    )
+    line = _one_line(capsys, "profile")
+    assert "huggingface.co" in line and HUB_HINT in line
+
+
 def test_malformed_local_task_row_through_the_cli(tiny_st_dir, local_sts, tmp_path, capsys):
     with (local_sts / "test.jsonl").open("a") as handle:
         handle.write(json.dumps({"sentence1": "a", "sentence2": "b", "score": 0.7e9}) + "\n")

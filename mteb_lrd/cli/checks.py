@@ -95,16 +95,17 @@ def _check_models(args: argparse.Namespace) -> None:
             raise FileNotFoundError(errno.ENOENT, f"--model {spec}: no such folder")
 
 
-def _hub_cached(dataset_path: str) -> bool:
+def _hub_cached(repo_id: str) -> bool:
     """Whether a Hub dataset is in the local Hugging Face caches (then offline runs can use it)."""
     try:
-        from datasets import config as datasets_config
         from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - declared dependencies
+    except ImportError:  # pragma: no cover - a declared dependency
         return False
-    hub = Path(constants.HF_HUB_CACHE) / f"datasets--{dataset_path.replace('/', '--')}"
-    local = Path(datasets_config.HF_DATASETS_CACHE) / dataset_path.replace("/", "___")
-    return hub.is_dir() or local.is_dir()
+    if (Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}").is_dir():
+        return True
+    from datasets import config as datasets_config
+
+    return (Path(datasets_config.HF_DATASETS_CACHE) / repo_id.replace("/", "___")).is_dir()
 
 
 def _check_hub_tasks(args: argparse.Namespace) -> None:
@@ -149,6 +150,7 @@ def _is_hub_error(err: BaseException) -> bool:
         names & {"OfflineModeIsEnabled", "LocalEntryNotFoundError", "HfHubHTTPError"}
         or (isinstance(err, ConnectionError) and ("Hub" in text or "huggingface" in text.lower()))
         or "Couldn't reach" in text
+        or "huggingface.co" in text
     )
 
 

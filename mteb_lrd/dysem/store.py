@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mteb_lrd.io import atomic_write_bytes
+from mteb_lrd.io import atomic_write_bytes, path_error
 
 __all__ = ["VectorStore", "content_key"]
 
@@ -51,7 +51,13 @@ class VectorStore:
                         keys, values = data["keys"], data["values"]
                         if values.ndim != 2 or len(keys) != len(values):
                             raise ValueError(f"keys {keys.shape} and values {values.shape} do not match")
-                except Exception as exc:  # noqa: BLE001 - any unreadable shard is treated the same way
+                except OSError as exc:  # the file system, not the shard: keep it, say which
+                    raise path_error(
+                        exc,
+                        f"cannot read cache shard {shard} ({exc.strerror or exc}): fix its permissions "
+                        "or choose another cache folder (the shard was left as it is)",
+                    ) from exc
+                except Exception as exc:  # noqa: BLE001 - any corrupt shard is treated the same way
                     warnings.warn(f"ignoring and removing corrupt cache shard {shard}: {exc}", stacklevel=2)
                     shard.unlink(missing_ok=True)
                     continue

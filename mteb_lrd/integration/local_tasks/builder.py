@@ -10,7 +10,7 @@ from mteb_lrd.integration.local_tasks.pairs import bitext_split, pair_split, sts
 from mteb_lrd.integration.local_tasks.retrieval import retrieval_split
 from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows
 
-__all__ = ["MAIN_SCORES", "TASK_TYPES", "check_type", "make_task"]
+__all__ = ["MAIN_SCORES", "TASK_TYPES", "check_type", "convert_subset", "make_task"]
 
 TASK_TYPES: tuple[str, ...] = (
     "STS",
