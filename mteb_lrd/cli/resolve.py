@@ -23,10 +23,8 @@ def resolve_model_path(spec: str) -> tuple[str, Path]:
     path = Path(spec).expanduser()
     if path.is_dir():
         return path.resolve().name, path
-    try:
-        from mteb_lrd.studies.panel import PANEL, prepare
-    except ImportError:  # pragma: no cover - the panel ships with the package
-        PANEL, prepare = {}, None
+    from mteb_lrd.studies.panel import PANEL, prepare
+
     if spec in PANEL:
         return spec, Path(prepare(spec))
     known = ", ".join(["default", *PANEL])
@@ -47,7 +45,7 @@ def load_for_mteb(spec: str, device: str | None = None) -> tuple[str, Any, Any]:
         from mteb_lrd.pruning.pruned import PrunedModel
 
         pruned = PrunedModel.load(path, device=device)
-        return pruned.mteb_model_meta.name, pruned, None
+        return str(pruned.mteb_model_meta.name), pruned, None
     if (path / "modules.json").is_file():
         from sentence_transformers import SentenceTransformer
 
@@ -60,8 +58,8 @@ def load_for_mteb(spec: str, device: str | None = None) -> tuple[str, Any, Any]:
     decoder = bool(getattr(config, "is_decoder", False)) or any(
         a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or [])
     )
-    model = (AutoModelForCausalLM if decoder else AutoModel).from_pretrained(str(path))
-    return name, model, AutoTokenizer.from_pretrained(str(path))
+    hf_model = (AutoModelForCausalLM if decoder else AutoModel).from_pretrained(str(path))
+    return name, hf_model, AutoTokenizer.from_pretrained(str(path))
 
 
 def resolve_tasks(names: list[str], local: list[str]) -> list[Any]:

@@ -8,7 +8,7 @@ inner products: fp16 near-ties would flip neighbours.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def resolve_backend(backend: str = "auto") -> str:
 def _search_faiss(x: np.ndarray, queries: np.ndarray, k: int, gpu: bool) -> tuple[np.ndarray, np.ndarray]:
     import faiss
 
-    index = faiss.IndexFlatIP(x.shape[1])
+    index: Any = faiss.IndexFlatIP(x.shape[1])
     if gpu:
         index = faiss.index_cpu_to_all_gpus(index)
     index.add(x)

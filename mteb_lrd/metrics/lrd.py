@@ -35,7 +35,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        return finite_or_none(value)
+        return finite_or_none(float(value))
     return value
 
 

@@ -82,7 +82,7 @@ def _renumber(block: nn.Module, index: int) -> list[tuple[nn.Module, int]]:
         value = getattr(module, "layer_idx", None)
         if isinstance(value, int) and not isinstance(value, bool):
             previous.append((module, value))
-            module.layer_idx = index
+            setattr(module, "layer_idx", index)  # noqa: B010 - typed as Tensor | Module by torch
     return previous
 
 
@@ -115,7 +115,7 @@ def remove_blocks(model: object, blocks: Sequence[int]) -> tuple[list[int], Call
     def undo() -> None:
         setattr(located.blocks_parent, located.blocks_attribute, original_blocks)
         for module, value in old_indices:
-            module.layer_idx = value
+            setattr(module, "layer_idx", value)  # noqa: B010 - typed as Tensor | Module by torch
         for key, value in old_config.items():
             setattr(config, key, value)
 
