@@ -126,3 +126,13 @@ def test_torch_orders_tied_neighbours_by_index():
     sims, idx = knn(x, 6, query_ids=np.array([0]), backend="torch")
     assert idx[0, :6].tolist() == sorted([1, *tied])
     assert np.all(sims[0, :6] == sims[0, 0])
+
+
+def test_torch_cpu_mirrored_blocks_match_sklearn(monkeypatch, layer):
+    # 200 rows in strips of 64: the lower blocks are mirrored from the upper ones.
+    monkeypatch.setattr(knn_module, "SYMMETRIC_BLOCK", 64)
+    monkeypatch.setattr(knn_module, "_torch_devices", lambda: 0)
+    sims, idx = knn(layer, 30, backend="torch")
+    ref_ids, ref_dists = ref_knn(layer.astype(np.float64), 30)
+    np.testing.assert_array_equal(idx, ref_ids)
+    np.testing.assert_allclose(1.0 - sims, ref_dists, atol=1e-6)
