@@ -209,3 +209,63 @@ def test_unit_keys_and_bad_resources(models, task_specs, tmp_path):
     assert Unit(models[0], task_specs[0], (1,)).key != Unit(models[0], task_specs[0]).key
     with pytest.raises(ValueError, match="resources and retries must be >= 0"):
         run_units([Unit(models[0], task_specs[0])], UnitConfig(str(tmp_path)), gpus_per_unit=-1)
+
+
+def _saved_files(cache_cls, root: Path, task_results: list) -> dict[str, bytes]:
+    cache = cache_cls(root)
+    for task_result in task_results:
+        cache.save_to_cache(task_result, "org/model", "rev1", encode_kwargs={"batch_size": 4})
+    folder = root / "results" / "org__model" / "rev1"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
+
+
+@pytest.fixture(scope="module")
+def two_task_results(models, task_specs, tmp_path_factory) -> list:
+    from mteb.results.task_result import TaskResult
+
+    results = tmp_path_factory.mktemp("two-results")
+    config = UnitConfig(str(results), OPTIONS, batch_size=4)
+    return [TaskResult.from_disk(Path(run_unit(Unit(models[0], spec), config).path)) for spec in task_specs]
+
+
+def test_atomic_cache_writes_mteb_bytes_and_merges_run_settings(two_task_results, tmp_path):
+    import mteb
+
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+
+    ours = _saved_files(AtomicResultCache, tmp_path / "ours", two_task_results)
+    plain = _saved_files(mteb.ResultCache, tmp_path / "plain", two_task_results)
+    assert ours == plain  # the same files with the same bytes as mteb's own save
+    assert {"tinysts_a.json", "tinysts_b.json", "run_settings.jsonl"} <= set(ours)
+    assert not _leftovers(tmp_path)
+
+
+def test_concurrent_saves_of_one_model_keep_every_run_setting(two_task_results, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+
+    def save(task_result) -> None:
+        for _ in range(5):
+            AtomicResultCache(tmp_path).save_to_cache(task_result, "org/model", "rev1", encode_kwargs={})
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(save, two_task_results))
+    settings = (tmp_path / "results" / "org__model" / "rev1" / "run_settings.jsonl").read_text()
+    assert "tinysts_a" in settings and "tinysts_b" in settings  # neither writer lost the other's entry
+
+
+def test_torn_result_is_moved_aside_and_the_unit_reruns(models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    unit = Unit(models[0], task_specs[0])
+    path = Path(run_unit(unit, config).path)
+    good = json.loads(path.read_text())
+    path.write_text(path.read_text()[:150])  # a writer killed mid-file (e.g. an older plain mteb run)
+    (tmp_path / LEDGER_FOLDER / f"{unit.key}.json").unlink()
+    with pytest.warns(UserWarning, match=r"could not be read .* moved to tinysts_a\.json\.torn-"):
+        outcome = run_unit(unit, config)
+    assert outcome.status == "done" and Path(outcome.path) == path
+    _assert_same({k: v for k, v in json.loads(path.read_text()).items() if k not in VOLATILE},
+                 {k: v for k, v in good.items() if k not in VOLATILE})  # fmt: skip
+    [aside] = path.parent.glob("tinysts_a.json.torn-*")
+    assert len(aside.read_text()) == 150  # kept, not lost
