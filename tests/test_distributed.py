@@ -269,3 +269,14 @@ def test_torn_result_is_moved_aside_and_the_unit_reruns(models, task_specs, tmp_
                  {k: v for k, v in good.items() if k not in VOLATILE})  # fmt: skip
     [aside] = path.parent.glob("tinysts_a.json.torn-*")
     assert len(aside.read_text()) == 150  # kept, not lost
+
+
+def test_pruned_variant_unit_writes_an_experiment_of_the_base_model(models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    base = run_unit(Unit(models[0], task_specs[0]), config)
+    pruned = run_unit(Unit(models[0], task_specs[0], (1,)), config)
+    assert Path(pruned.path).parent.parent.name == "experiments"
+    assert Path(pruned.path).parents[2] == Path(base.path).parent  # same model and revision folder
+    rows = json.loads(Path(pruned.path).read_text())["scores"]["test"]
+    assert len(rows[0]["per_layer"]["scores"]) == 4  # h_0 .. h_3 after removing 1 of 4 blocks
+    assert is_finished(Unit(models[0], task_specs[0], (1,)), config)
