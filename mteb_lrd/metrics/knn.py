@@ -3,8 +3,9 @@
 Backends: FAISS (``faiss-gpu`` when FAISS sees a GPU, ``faiss-cpu``), ``torch`` and a plain
 ``numpy`` one for checks. ``torch`` on CUDA: blocked fp32 GEMM + ``topk``. ``torch`` on the CPU, for
 the all-rows search NRS / GFMI / ``lrd()`` do: a symmetric blocked search that computes each pair's
-similarity once (half the GEMM; numpy's BLAS, torch's ``topk``), the fastest CPU path measured
-(``benchmarks/bench_lrd.py``). ``auto`` takes faiss-gpu, else torch on CUDA, else torch on the CPU.
+similarity once (half the GEMM; numpy's BLAS, torch's ``topk``). ``auto`` takes faiss-gpu, else
+torch on CUDA, else faiss-cpu (the fastest CPU path in ``benchmarks/bench_lrd.py`` on a quiet
+machine), else torch on the CPU, else numpy.
 Similarities are fp32 inner products (TF32 off): fp16 / TF32 near-ties would flip neighbours.
 Backends round differently in the last bit, so two neighbours whose similarities differ by ~1e-7
 may swap places between backends; exactly equal similarities are ordered by index (torch, numpy).
@@ -54,8 +55,8 @@ def _torch_cuda() -> bool:
 def resolve_backend(backend: str = "auto") -> str:
     """Turn ``"auto"`` into the concrete backend this machine offers and validate the others.
 
-    ``auto``: faiss-gpu when FAISS sees a GPU, else torch (on CUDA when available, else the
-    symmetric CPU search), else faiss-cpu, else numpy.
+    ``auto``: faiss-gpu when FAISS sees a GPU, else torch on CUDA, else faiss-cpu, else torch on
+    the CPU (the symmetric search), else numpy.
 
     Raises:
         ValueError: for an unknown name, or a FAISS backend that is not available here.
@@ -66,9 +67,11 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend == "auto":
         if gpus > 0:
             return "faiss-gpu"
-        if _torch_devices() >= 0:
+        if _torch_devices() > 0:
             return "torch"
-        return "faiss-cpu" if gpus == 0 else "numpy"
+        if gpus == 0:
+            return "faiss-cpu"
+        return "torch" if _torch_devices() == 0 else "numpy"
     if backend == "torch" and _torch_devices() < 0:
         raise ValueError("backend 'torch' needs the torch package")
     if backend.startswith("faiss") and gpus < 0:

@@ -90,10 +90,10 @@ def test_backend_names_are_validated():
 
 @pytest.mark.parametrize(
     ("faiss_gpus", "torch_devices", "expected"),
-    [(1, 1, "faiss-gpu"), (1, -1, "faiss-gpu"), (0, 1, "torch"), (-1, 1, "torch"), (0, 0, "torch"),
-     (0, -1, "faiss-cpu"), (-1, -1, "numpy")],
+    [(1, 1, "faiss-gpu"), (1, -1, "faiss-gpu"), (0, 1, "torch"), (-1, 1, "torch"), (0, 0, "faiss-cpu"),
+     (0, -1, "faiss-cpu"), (-1, 0, "torch"), (-1, -1, "numpy")],
 )  # fmt: skip
-def test_auto_prefers_gpus_then_torch_then_faiss(monkeypatch, faiss_gpus, torch_devices, expected):
+def test_auto_prefers_gpus_then_faiss_then_torch(monkeypatch, faiss_gpus, torch_devices, expected):
     monkeypatch.setattr(knn_module, "_faiss_gpus", lambda: faiss_gpus)
     monkeypatch.setattr(knn_module, "_torch_devices", lambda: torch_devices)
     assert resolve_backend("auto") == expected
