@@ -27,6 +27,7 @@ check that ran passed, 1 otherwise. A summary is printed and, when ``$OUT`` is s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -122,7 +123,7 @@ def check_extraction(texts: list[str], batch_size: int, report: dict[str, Any]) 
         extractor = LayerExtractor(model, device="cuda", dtype=dtype if dtype != "float32" else None,
                                    batch_size=batch_size, show_progress_bar=False)  # fmt: skip
         extractor.extract(texts[:batch_size])  # warm-up: CUDA context, kernels
-        seconds, got = _timed(lambda extractor=extractor: extractor.extract(texts))
+        seconds, got = _timed(functools.partial(extractor.extract, texts))
         a = ref.states / np.linalg.norm(ref.states, axis=-1, keepdims=True)
         b = got.states.astype(np.float32)
         b = b / np.linalg.norm(b, axis=-1, keepdims=True)
@@ -180,7 +181,7 @@ def check_knn(n: int, dim: int, k: int, report: dict[str, Any]) -> None:
     for backend in others:
         if gpu is not None:
             knn(x[:2048], k, backend=backend)  # warm-up
-        seconds, got = _timed(lambda backend=backend: knn(x, k, backend=backend))
+        seconds, got = _timed(functools.partial(knn, x, k, backend=backend))
         run = {"seconds": round(seconds, 3), **_compare_knn(ref, got)}
         stage["runs"][backend] = run
         print(f"knn {backend} vs {cpu} (N={n}, d={dim}, k={k}): max |sim diff| {run['max_sim_diff']:.1e}, "
