@@ -29,8 +29,10 @@ import math
 import os
 import platform
 import pstats
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -38,7 +40,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import mutual_info_score
 from sklearn.neighbors import NearestNeighbors
 
-from mteb_lrd import lrd
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this working tree's mteb_lrd first
+from mteb_lrd import lrd  # noqa: E402
 
 __all__ = ["make_states", "reference_lrd", "gemm_floor", "main"]
 
@@ -189,6 +192,17 @@ def _timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     return best, value
 
 
+def _alternating(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Each function once per round, rounds repeated: on a shared machine the load hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def _machine() -> list[str]:
     cpu = platform.processor() or "unknown"
     try:
@@ -261,8 +275,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="quick run: N=1000, L+1=7, d=128")
     parser.add_argument("--repeats", type=int, default=3, help="best-of repeats for ours and the floor")
     parser.add_argument("--backend", default="auto", help="kNN backend of our lrd() (default auto)")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="BACKEND",
+        help="also time lrd() with this kNN backend, alternating with ours and the floor (repeatable)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of our lrd()")
+    parser.add_argument(
+        "--no-reference", action="store_true", help="skip the slow straightforward reference (timings only)"
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -285,6 +309,16 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
 
 
+def _print_rounds(times: dict[str, list[float]], repeats: int) -> None:
+    print(f"alternating rounds ({repeats}), best / median, ratio to the floor of the same round:")
+    for name, values in times.items():
+        ratios = [v / f for v, f in zip(values, times["floor"], strict=True)]
+        print(
+            f"  {name:18s} {min(values):7.3f} / {float(np.median(values)):7.3f} s   "
+            f"x floor: best {min(ratios):5.2f}, median {float(np.median(ratios)):5.2f}"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
 
     print("== mteb-lrd benchmark: lrd() vs straightforward reference vs GEMM floor ==")
@@ -295,15 +329,22 @@ def _run(args: argparse.Namespace) -> int:
     print(f"params: nrs k={NRS_K}, anchors={N_ANCHORS}; gfmi k={GFMI_K}, {PERCENTILES.size} percentiles")
     print(f"threads: {'library default' if args.threads is None else args.threads}; load average {_load()}")
 
-    t_floor, _ = _timed(lambda: gemm_floor(states), args.repeats)
-    t_ours, ours = _timed(lambda: lrd(states, backend=args.backend), args.repeats)
+    ours = lrd(states, backend=args.backend)  # also warms up
+    fns: dict[str, Callable[[], object]] = {"floor": lambda: gemm_floor(states)}
+    fns["ours"] = lambda: lrd(states, backend=args.backend)
+    for backend in args.also:
+        fns[f"lrd({backend})"] = lambda backend=backend: lrd(states, backend=backend)
+    times = _alternating(fns, args.repeats)
+    t_floor, t_ours = min(times["floor"]), min(times["ours"])
+    if args.no_reference:
+        _print_rounds(times, args.repeats)
+        return 0
     t_ref, ref = _timed(lambda: reference_lrd(states), 1)
-    t_floor_after, _ = _timed(lambda: gemm_floor(states), args.repeats)
-    t_floor = min(t_floor, t_floor_after)
 
     print()
     print(f"floor  ({args.layers} fp32 GEMMs {args.n}x{args.dim} . {args.dim}x{args.n}): {t_floor:8.3f} s")
     print(f"ours   lrd(backend={ours.params['backend']!r}), best of {args.repeats}: {t_ours:8.3f} s")
+    _print_rounds(times, args.repeats)
     split = ", ".join(f"{name} {sec:.2f} s" for name, sec in ref["seconds"].items())
     print(f"reference (sklearn brute kNN x2, sets, loops), 1 run: {t_ref:8.3f} s   ({split})")
     speedup, vs_floor = t_ref / t_ours, t_ours / t_floor

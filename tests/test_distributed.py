@@ -1,0 +1,282 @@
+"""Ray fan-out: results equal a sequential run's, a killed worker's unit is retried, resume skips,
+and result files are written atomically (also when a writer dies mid-file)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mteb_lrd.integration.distributed import (
+    LEDGER_FOLDER,
+    Unit,
+    UnitConfig,
+    is_finished,
+    ray_init_kwargs,
+    run_unit,
+    run_units,
+)
+from tests.tiny_models import build_tiny_sentence_transformer
+
+VOLATILE = ("evaluation_time", "evaluation_phases", "date", "kg_co2_emissions")
+# Each Ray worker runs torch with its own thread count (Ray sets OMP_NUM_THREADS to the unit's CPUs),
+# so float reductions differ in the last bits; mteb rounds scores to 6 decimals.
+ATOL = 1e-5
+OPTIONS = {"per_layer": True, "default_batch_size": 4}
+
+
+def _cli(argv):
+    parser = argparse.ArgumentParser(prog="mteb-lrd")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    importlib.import_module("mteb_lrd.cli.run").register(subparsers)
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+def _task_files(results: Path) -> dict[str, dict]:
+    """Every ``<Task>.json`` under ``results`` by relative path, without the run-time fields."""
+    out = {}
+    for path in sorted((results / "results").rglob("*.json")):
+        if path.name == "model_meta.json":
+            continue
+        data = json.loads(path.read_text())
+        out[str(path.relative_to(results))] = {k: v for k, v in data.items() if k not in VOLATILE}
+    return out
+
+
+def _assert_same(ours, ref, where="") -> None:
+    """Equal structure and values; floats within ``ATOL``."""
+    if isinstance(ref, dict):
+        assert isinstance(ours, dict) and ours.keys() == ref.keys(), where
+        for key in ref:
+            _assert_same(ours[key], ref[key], f"{where}/{key}")
+    elif isinstance(ref, list):
+        assert isinstance(ours, list) and len(ours) == len(ref), where
+        for i, (a, b) in enumerate(zip(ours, ref, strict=True)):
+            _assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(ref, float) and not isinstance(ours, bool):
+        assert ours == pytest.approx(ref, abs=ATOL), where
+    else:
+        assert ours == ref, where
+
+
+def _leftovers(results: Path) -> list[Path]:
+    return [p for p in results.rglob("*") if p.name.endswith(".tmp") or ".torn-" in p.name]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> list[str]:
+    root = tmp_path_factory.mktemp("dist-models")
+    return [str(build_tiny_sentence_transformer(root / f"st{seed}", seed=seed)) for seed in (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def task_specs(tmp_path_factory) -> list[str]:
+    from tests.tiny_models import TEXTS
+
+    specs = []
+    for name, step in (("tinysts_a", 3), ("tinysts_b", 5)):
+        folder = tmp_path_factory.mktemp("dist-tasks") / name
+        folder.mkdir()
+        rows = [{"sentence1": TEXTS[i], "sentence2": TEXTS[(i * step + 1) % 16], "score": (i * 7) % 6}
+                for i in range(16)]  # fmt: skip
+        (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        specs.append(f"{folder}=STS")
+    return specs
+
+
+@pytest.fixture(scope="module")
+def sequential(models, task_specs, tmp_path_factory) -> Path:
+    """The reference: a plain sequential ``mteb-lrd run`` of both models on both tasks."""
+    results = tmp_path_factory.mktemp("sequential")
+    argv = ["run", "--results", results, "--batch-size", 4]
+    for model in models:
+        argv += ["--model", model]
+    for spec in task_specs:
+        argv += ["--local-task", spec]
+    assert _cli(argv) == 0
+    return results
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(**ray_init_kwargs(num_cpus=2), log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_run_equals_sequential_then_resume_skips(
+    ray_local, models, task_specs, sequential, tmp_path, capsys
+):
+    results = tmp_path / "ray"
+    argv = ["run", "--executor", "ray", "--results", results, "--batch-size", 4, "--cpus-per-unit", 1]
+    for model in models:
+        argv += ["--model", model]
+    for spec in task_specs:
+        argv += ["--local-task", spec]
+    assert _cli(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("[done]") == 4 and "4 units run, 0 skipped, 0 failed" in out
+    expected = _task_files(sequential)
+    assert len(expected) == 4
+    _assert_same(_task_files(results), expected)
+    for rows in (row for data in expected.values() for row in data["scores"]["test"]):
+        assert "layer_dynamics" in rows and "per_layer" in rows
+    assert len(list((results / LEDGER_FOLDER).glob("*.json"))) == 4
+    assert not _leftovers(results)
+
+    # a second run skips every unit without starting a task (the ledger names finished files)
+    before = {p: p.stat().st_mtime_ns for p in (results / "results").rglob("*.json")}
+    assert _cli(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("[skipped]") == 4 and "0 units run, 4 skipped, 0 failed" in out
+    assert {p: p.stat().st_mtime_ns for p in (results / "results").rglob("*.json")} == before
+
+
+def die_on_first_attempt(unit: Unit, config: UnitConfig):
+    """A unit runner that, on its first attempt, kills its worker process half-way through writing
+    ``<Task>.json`` (the marker file records the attempt), then behaves normally."""
+    marker = Path(config.results) / f"attempts-{unit.key}.txt"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    attempts = marker.read_text().count("\n") if marker.exists() else 0
+    with marker.open("a") as handle:
+        handle.write(f"{os.getpid()}\n")
+    if attempts == 0:
+        from mteb.results.task_result import TaskResult
+
+        def torn_to_disk(self, path):
+            path.write_text('{"dataset_revision": "x", "task_name": "')  # half a file, then death
+            os._exit(1)
+
+        TaskResult.to_disk = torn_to_disk
+    return run_unit(unit, config)
+
+
+def test_killed_worker_is_retried_and_leaves_no_torn_file(
+    ray_local, models, task_specs, sequential, tmp_path
+):
+    results = tmp_path / "ray"
+    config = UnitConfig(str(results), OPTIONS, batch_size=4)
+    unit = Unit(models[1], task_specs[0])
+    outcomes = run_units([unit], config, runner=die_on_first_attempt, max_retries=2, progress=False)
+    assert [o.status for o in outcomes] == ["done"], outcomes
+    pids = (results / f"attempts-{unit.key}.txt").read_text().split()
+    assert len(pids) == 2 and pids[0] != pids[1]  # a second worker process ran the retry
+    files = _task_files(results)
+    assert len(files) == 1
+    path, data = next(iter(files.items()))
+    _assert_same(data, _task_files(sequential)[path])
+    assert not _leftovers(results) and is_finished(unit, config)
+
+
+def test_unit_with_no_retries_left_fails_and_others_go_on(ray_local, models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path / "ray"), OPTIONS, batch_size=4)
+    dying = Unit(models[0], task_specs[1])
+    [outcome] = run_units([dying], config, runner=die_on_first_attempt, max_retries=0, progress=False)
+    assert outcome.status == "failed" and "WorkerCrashedError" in outcome.error
+    assert not is_finished(dying, config)
+    units = [Unit(models[0], "no-such-task-name"), Unit(models[0], task_specs[1])]
+    outcomes = run_units(units, config, progress=False)
+    assert outcomes[0].status == "failed" and "unknown task" in outcomes[0].error
+    assert outcomes[1].status == "done" and is_finished(units[1], config)
+
+
+def test_resume_needs_the_layer_keys(models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    unit = Unit(models[0], task_specs[0])
+    assert not is_finished(unit, config)
+    outcome = run_unit(unit, config)
+    assert outcome.status == "done" and is_finished(unit, config)
+    path = Path(outcome.path)
+    data = json.loads(path.read_text())
+    for row in data["scores"]["test"]:
+        del row["per_layer"]
+    path.write_text(json.dumps(data))
+    assert not is_finished(unit, config)
+    assert is_finished(unit, UnitConfig(str(tmp_path), {**OPTIONS, "per_layer": False}))
+    path.write_text(path.read_text()[:100])  # torn by some other writer
+    assert not is_finished(unit, config)
+
+
+def test_unit_keys_and_bad_resources(models, task_specs, tmp_path):
+    relative = os.path.relpath(models[0])
+    assert Unit(relative, task_specs[0]).key == Unit(models[0], task_specs[0]).key
+    assert Unit(models[0], task_specs[0], (1,)).key != Unit(models[0], task_specs[0]).key
+    with pytest.raises(ValueError, match="resources and retries must be >= 0"):
+        run_units([Unit(models[0], task_specs[0])], UnitConfig(str(tmp_path)), gpus_per_unit=-1)
+
+
+def _saved_files(cache_cls, root: Path, task_results: list) -> dict[str, bytes]:
+    cache = cache_cls(root)
+    for task_result in task_results:
+        cache.save_to_cache(task_result, "org/model", "rev1", encode_kwargs={"batch_size": 4})
+    folder = root / "results" / "org__model" / "rev1"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
+
+
+@pytest.fixture(scope="module")
+def two_task_results(models, task_specs, tmp_path_factory) -> list:
+    from mteb.results.task_result import TaskResult
+
+    results = tmp_path_factory.mktemp("two-results")
+    config = UnitConfig(str(results), OPTIONS, batch_size=4)
+    return [TaskResult.from_disk(Path(run_unit(Unit(models[0], spec), config).path)) for spec in task_specs]
+
+
+def test_atomic_cache_writes_mteb_bytes_and_merges_run_settings(two_task_results, tmp_path):
+    import mteb
+
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+
+    ours = _saved_files(AtomicResultCache, tmp_path / "ours", two_task_results)
+    plain = _saved_files(mteb.ResultCache, tmp_path / "plain", two_task_results)
+    assert ours == plain  # the same files with the same bytes as mteb's own save
+    assert {"tinysts_a.json", "tinysts_b.json", "run_settings.jsonl"} <= set(ours)
+    assert not _leftovers(tmp_path)
+
+
+def test_concurrent_saves_of_one_model_keep_every_run_setting(two_task_results, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+
+    def save(task_result) -> None:
+        for _ in range(5):
+            AtomicResultCache(tmp_path).save_to_cache(task_result, "org/model", "rev1", encode_kwargs={})
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(save, two_task_results))
+    settings = (tmp_path / "results" / "org__model" / "rev1" / "run_settings.jsonl").read_text()
+    assert "tinysts_a" in settings and "tinysts_b" in settings  # neither writer lost the other's entry
+
+
+def test_torn_result_is_moved_aside_and_the_unit_reruns(models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    unit = Unit(models[0], task_specs[0])
+    path = Path(run_unit(unit, config).path)
+    good = json.loads(path.read_text())
+    path.write_text(path.read_text()[:150])  # a writer killed mid-file (e.g. an older plain mteb run)
+    (tmp_path / LEDGER_FOLDER / f"{unit.key}.json").unlink()
+    with pytest.warns(UserWarning, match=r"could not be read .* moved to tinysts_a\.json\.torn-"):
+        outcome = run_unit(unit, config)
+    assert outcome.status == "done" and Path(outcome.path) == path
+    _assert_same({k: v for k, v in json.loads(path.read_text()).items() if k not in VOLATILE},
+                 {k: v for k, v in good.items() if k not in VOLATILE})  # fmt: skip
+    [aside] = path.parent.glob("tinysts_a.json.torn-*")
+    assert len(aside.read_text()) == 150  # kept, not lost
+
+
+def test_pruned_variant_unit_writes_an_experiment_of_the_base_model(models, task_specs, tmp_path):
+    config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    base = run_unit(Unit(models[0], task_specs[0]), config)
+    pruned = run_unit(Unit(models[0], task_specs[0], (1,)), config)
+    assert Path(pruned.path).parent.parent.name == "experiments"
+    assert Path(pruned.path).parents[2] == Path(base.path).parent  # same model and revision folder
+    rows = json.loads(Path(pruned.path).read_text())["scores"]["test"]
+    assert len(rows[0]["per_layer"]["scores"]) == 4  # h_0 .. h_3 after removing 1 of 4 blocks
+    assert is_finished(Unit(models[0], task_specs[0], (1,)), config)
