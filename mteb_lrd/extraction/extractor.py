@@ -11,6 +11,7 @@ interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,7 +154,7 @@ class LayerExtractor:
         self.batch_size = batch_size
         self.max_length = max_length
         self.show_progress_bar = show_progress_bar
-        self.cache = ArrayCache(cache_dir) if cache_dir is not None else None
+        self.cache = ArrayCache(os.path.expanduser(cache_dir)) if cache_dir is not None else None
         self.shard_size = shard_size
         self._identity: str | None = None
 
