@@ -194,7 +194,9 @@ def test_prune_rejects_bad_rule_and_budget(tiny_st_dir):
 
 
 def _result_files(cache, task_name):
-    return sorted(p.relative_to(cache.cache_path).as_posix() for p in cache.cache_path.rglob(f"{task_name}.json"))
+    return sorted(
+        p.relative_to(cache.cache_path).as_posix() for p in cache.cache_path.rglob(f"{task_name}.json")
+    )
 
 
 def test_pruned_sentence_transformer_is_an_experiment_of_its_base(tiny_st_dir, tmp_path, texts):
@@ -252,7 +254,9 @@ def test_pruned_sentence_transformer_save_load_round_trip(tiny_st_dir, tmp_path,
     readme = (tmp_path / "saved" / "README.md").read_text()
     assert "# tiny-org/tiny-st pruned: blocks 2 of 4 removed" in readme
     assert "- pruned" in readme and "base_model: tiny-org/tiny-st" in readme
-    assert json.loads((tmp_path / "saved" / "config.json").read_text())["mteb_lrd_pruning"]["removed_blocks"] == [2]
+    assert json.loads((tmp_path / "saved" / "config.json").read_text())["mteb_lrd_pruning"][
+        "removed_blocks"
+    ] == [2]
 
     plain = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
     np.testing.assert_allclose(plain.encode(texts), pruned.encode(texts), atol=1e-6)

@@ -160,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
             staging = out
             print(f"removed blocks {record['removed_blocks']} of {record['num_blocks']}; saved to {out}")
         else:
-            print(f"removed blocks {record['removed_blocks']} of {record['num_blocks']} (not saved: no --output)")
+            print(
+                f"removed blocks {record['removed_blocks']} of {record['num_blocks']} (not saved: no --output)"
+            )
         if tasks is not None:
             print_summary(str(staging), evaluate_model(str(staging), tasks, args, options))
     finally:

@@ -59,6 +59,7 @@ def choose_blocks(
     """
     from mteb_lrd.extraction.extractor import extract_layer_states
     from mteb_lrd.pipeline import layer_dynamics
+
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
     states = extract_layer_states(

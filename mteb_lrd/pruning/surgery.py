@@ -24,6 +24,7 @@ __all__ = [
     "validate_blocks",
 ]
 
+
 def validate_blocks(blocks: Sequence[int], num_blocks: int) -> list[int]:
     """Check a list of block indices against a model with ``num_blocks`` blocks.
 
