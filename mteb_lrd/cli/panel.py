@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = [
+    rows: list[dict] = [
         dict(model.to_dict(), prepared=is_prepared(model.name, args.cache_dir)) for model in PANEL.values()
     ]
     if args.json:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from mteb_lrd.cli.options import add_list_option, path_arg
-from mteb_lrd.cli.select import add_study_task_arguments, build_study_tasks
+from mteb_lrd.cli.select import add_study_task_arguments, build_study_tasks, study_models
 
 __all__ = ["register", "run"]
 
@@ -16,6 +16,7 @@ examples:
   mteb-lrd prune-study --models all-mpnet-base-v2,smollm2-135m,gemma-3-270m \\
       --tasks STSBenchmark,SICK-R,STS15,STS16,DrugReviewSentiment --out results/prune
   mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
+  mteb-lrd prune-study --models ./my-deep-model --tasks STS15 --max-pairs 40 --budgets 0.25 --out results/prune
   mteb-lrd prune-study --report-only --out results/prune
 
 Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0, 1, 2), last-k,
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.report_only:
             run_prune_study(
-                args.models,
+                study_models(args.models),
                 build_study_tasks(args),
                 out,
                 budgets=args.budgets,

@@ -11,7 +11,7 @@ __all__ = ["register", "run"]
 EPILOG = """examples:
   mteb-lrd report                                   # ./results -> ./reports
   mteb-lrd report results/ --out reports/
-  mteb-lrd report --results runs/faq --output reports/faq --task STSBenchmark,SICK-R
+  mteb-lrd report --results runs/faq --output reports/faq --task faq
 
 Writes leaderboard.md, report.html (figures embedded) and figures/<model>.png: one row per model
 or pruned variant (variants are never averaged together), each task's main score x 100, the mean,
@@ -49,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
     tasks = [canonical_task_name(t) for t in args.task] if args.task else None
     paths = write_report(results, args.output, tasks)
     print(f"{paths['markdown']}\n{paths['html']}")
-    for figure in paths["figures"]:
+    for figure in paths["figures"]:  # type: ignore[attr-defined]  # a list of paths
         print(figure)
     return 0

@@ -15,7 +15,8 @@ __all__ = ["add_lrd_options", "lrd_options", "register", "run"]
 EPILOG = """examples:
   mteb-lrd run --task demo
       all-MiniLM-L6-v2 on the bundled 300-pair STS sample, results in ./results
-  mteb-lrd run --model default,all-mpnet-base-v2 --task STSBenchmark --task SICK-R
+  mteb-lrd run --model default,./my-model --task STSBenchmark --task SICK-R
+  mteb-lrd run --model all-mpnet-base-v2 --task demo      # a panel model (see `mteb-lrd panel list`)
   mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
   mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
 
@@ -86,7 +87,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
         model, tokenizer=tokenizer, device=args.device, name=name, revision=args.revision, **options
     )
     result = mteb.evaluate(
-        wrapped,
+        wrapped,  # type: ignore[arg-type]  # an mteb encoder (AbsEncoder)
         tasks,
         cache=mteb.ResultCache(args.results),
         encode_kwargs={"batch_size": args.batch_size},
@@ -100,7 +101,7 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
 def print_summary(spec: str, task_results: list) -> None:
     """One line per task: main score and d0L of the first subset that has one."""
     for task_result in task_results:
-        rows = next(iter(task_result.scores.values()), [])
+        rows: list = next(iter(task_result.scores.values()), [])
         main = sum(r["main_score"] for r in rows) / max(len(rows), 1)
         d0l = next(
             (r["layer_dynamics"].get("summary", {}).get("frenet_d0L") for r in rows if "layer_dynamics" in r),

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from mteb_lrd.cli.options import add_list_option, path_arg
 
-__all__ = ["register", "run", "add_study_task_arguments", "build_study_tasks"]
+__all__ = ["register", "run", "add_study_task_arguments", "build_study_tasks", "study_models"]
 
 EPILOG = """\
 examples:
   mteb-lrd select --out results/selection                       # the whole offline panel, all study tasks
   mteb-lrd select --models all-MiniLM-L6-v2,all-mpnet-base-v2,smollm2-135m,gemma-3-270m \\
       --tasks STSBenchmark,SICK-R,DrugReviewSentiment --max-pairs 200 --out results/sel
+  mteb-lrd select --models default,./my-st-model,./other-model --tasks STSBenchmark --max-pairs 40 --out results/sel
   mteb-lrd select --models ./my-st-model ./other-model --report-only --out results/sel
 
 Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
@@ -53,6 +54,15 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
     parser.add_argument(
         "--max-length", type=int, default=512, help="token truncation for every model (default 512)"
     )
+
+
+def study_models(specs: list[str]) -> list[str]:
+    """Panel names as they are (the studies know their family and size); ``default``, known Hub ids and
+    folders as the folders :func:`mteb_lrd.cli.resolve.resolve_model_path` gives (the names of ``run``)."""
+    from mteb_lrd.cli.resolve import resolve_model_path
+    from mteb_lrd.studies.panel import PANEL
+
+    return [spec if spec in PANEL else str(resolve_model_path(spec)) for spec in specs]
 
 
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
@@ -107,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.report_only:
             run_selection_study(
-                args.models,
+                study_models(args.models),
                 build_study_tasks(args),
                 out,
                 text_cap=args.text_cap,

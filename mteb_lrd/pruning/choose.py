@@ -67,7 +67,7 @@ def choose_blocks(
     ).states
     result = layer_dynamics(states)
     scores = rule_scores(result.frenet, result.nrs, result.gfmi)
-    return blocks_for(select_layers(scores[rule], budget), mapping)
+    return blocks_for(select_layers(scores[rule], budget), mapping)  # type: ignore[arg-type]
 
 
 def block_influence_scores(influence: np.ndarray, mapping: str) -> np.ndarray:

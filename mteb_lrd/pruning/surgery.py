@@ -67,7 +67,7 @@ def _renumber(block: nn.Module, index: int) -> list[tuple[nn.Module, int]]:
         value = getattr(module, "layer_idx", None)
         if isinstance(value, int) and not isinstance(value, bool):
             previous.append((module, value))
-            module.layer_idx = index
+            module.layer_idx = index  # type: ignore[assignment]  # an int attribute of attention modules
     return previous
 
 
@@ -100,7 +100,7 @@ def remove_blocks(model: object, blocks: Sequence[int]) -> tuple[list[int], Call
     def undo() -> None:
         setattr(located.blocks_parent, located.blocks_attribute, original_blocks)
         for module, value in old_indices:
-            module.layer_idx = value
+            module.layer_idx = value  # type: ignore[assignment]
         for key, value in old_config.items():
             setattr(config, key, value)
 
