@@ -143,7 +143,7 @@ def main() -> None:
         return
     texts = list(dict.fromkeys(list(task.dataset["default"]["test"]["sentence1"])))
     blocks = [int(b) for b in args.remove.split(",")]
-    pruned = prune(model, blocks).model
+    pruned = prune(model, blocks)
     num_blocks = len(model[0].auto_model.encoder.layer)
 
     def encode(m):
