@@ -7,6 +7,7 @@ import argparse
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 from mteb_lrd.cli.options import add_list_option, path_arg
@@ -88,13 +89,11 @@ def check_output(output: str | os.PathLike[str], source: object, overwrite: bool
     return out
 
 
-def _staging_folder(out: Path) -> Path:
-    """An empty folder beside ``out`` to save into (checks writability before any computation)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 → the user's usual folder permissions
+def _staging_folder(parent: Path, name: str) -> Path:
+    """A new empty folder in ``parent`` to save into (checks writability before any computation);
+    ``mkdir`` applies the umask, so the finished folder has the user's usual permissions."""
+    staging = parent / f".{name}.partial-{uuid.uuid4().hex[:12]}"
+    staging.mkdir(parents=True)
     return staging
 
 
@@ -128,7 +127,10 @@ def run(args: argparse.Namespace) -> int:
 
         tasks = resolve_tasks(args.task, args.local_task)
     out = check_output(args.output, resolve_model_path(args.model), args.overwrite) if args.output else None
-    staging = _staging_folder(out) if out is not None else Path(tempfile.mkdtemp(prefix="mteb-lrd-pruned-"))
+    if out is not None:
+        staging = _staging_folder(out.parent, out.name)
+    else:
+        staging = _staging_folder(Path(tempfile.gettempdir()), "mteb-lrd-pruned")
     try:
         name, model, tokenizer = load_for_mteb(
             args.model, device=args.device, name=args.name, revision=args.revision
