@@ -146,3 +146,11 @@ def test_prune_by_rule_records_rule_and_budget(tmp_path, texts):
     # 9 hidden states, candidates 3..5, ceil(3 * 0.5) = 2 pruned, reference mapping id l -> block l
     assert record["rule"] == "gfmi" and record["budget"] == 0.5 and record["num_blocks"] == 8
     assert len(record["removed_blocks"]) == 2 and set(record["removed_blocks"]) <= {3, 4, 5}
+
+
+def test_prune_a_transformers_decoder_saves_a_transformers_folder(tiny_model_dir, tmp_path):
+    out = tmp_path / "pruned-llama"
+    assert _cli(["prune", "--model", tiny_model_dir("llama"), "--blocks", "0,2", "--output", out]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 and config["mteb_lrd_pruning"]["removed_blocks"] == [0, 2]
+    assert (out / "tokenizer.json").is_file() and not (out / "modules.json").exists()
