@@ -199,7 +199,7 @@ def main() -> None:
         return
     texts = list(dict.fromkeys(p["sentence1"] for p in pairs))
     blocks = [int(b) for b in args.remove.split(",")]
-    pruned = prune(model, blocks).model
+    pruned = prune(model, blocks)
     num_blocks = len(model[0].auto_model.encoder.layer)
 
     def encode(m):

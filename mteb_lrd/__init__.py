@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
     "prune": "mteb_lrd.pruning.pruned",
     "skip_blocks": "mteb_lrd.pruning.surgery",
-    "PrunedModel": "mteb_lrd.pruning.pruned",
+    "pruning_record": "mteb_lrd.integration.experiments",
     "choose_blocks": "mteb_lrd.pruning.choose",
     "local_task": "mteb_lrd.integration.local_tasks",
     "sts_tasks": "mteb_lrd.integration.shared_tasks",
@@ -54,6 +54,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
+    from mteb_lrd.integration.experiments import pruning_record  # noqa: F401
     from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
     from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
@@ -62,6 +63,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
-    from mteb_lrd.pruning.pruned import PrunedModel, prune  # noqa: F401
+    from mteb_lrd.pruning.pruned import prune  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401

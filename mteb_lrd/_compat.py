@@ -21,6 +21,9 @@ MODEL_REGISTRY``
 wrapper._resolve_prompt``
 ``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
                                        embeddings — are ``encode``'s to the bit.
+``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
+                                       pruned model drops it so its own card is generated (as
+                                       sentence-transformers' model merging does).
 =====================================  ===========================================================
 """
 
@@ -39,6 +42,7 @@ __all__ = [
     "add_main_score",
     "cache_check_owner",
     "check",
+    "drop_loaded_model_card",
     "input_length",
     "model_registry",
     "resolve_prompt",
@@ -119,6 +123,13 @@ def cache_check_owner() -> Any:
 def input_length(model: Any) -> Callable[[str], int] | None:
     """``SentenceTransformer._input_length`` (the length ``encode`` sorts by), ``None`` when absent."""
     return getattr(model, "_input_length", None)
+
+
+def drop_loaded_model_card(model: Any) -> None:
+    """Make ``model.save`` generate a model card from ``model.model_card_data`` instead of copying the
+    README it was loaded with (sentence-transformers reuses ``_model_card_text`` unless trained)."""
+    if hasattr(model, "_model_card_text"):
+        model._model_card_text = None
 
 
 def check() -> list[str]:

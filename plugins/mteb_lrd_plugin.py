@@ -22,17 +22,21 @@ _REGISTERED: list[str] = []
 
 
 def load_wrapped(
-    model_name: str, revision: str | None = None, device: str | None = None, **kwargs: Any
+    model_name: str,
+    revision: str | None = None,
+    device: str | None = None,
+    mteb_lrd_model: str | None = None,
+    **kwargs: Any,
 ) -> Any:
     """mteb loader: ``mteb-lrd/<name>`` → that model wrapped with layer dynamics.
 
-    Results keep the base model's name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``),
-    so they sit next to plain runs of the same model.
+    Results keep the model's one name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``, see
+    :mod:`mteb_lrd.integration.naming`), so they sit next to plain and Python-API runs of the same model.
     """
     from mteb_lrd.cli.resolve import load_for_mteb
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
-    spec = model_name.removeprefix(MODEL_PREFIX)
+    spec = mteb_lrd_model or model_name.removeprefix(MODEL_PREFIX)
     name, model, tokenizer = load_for_mteb(spec, device=device)
     return with_layer_dynamics(model, tokenizer=tokenizer, device=device, name=name, **kwargs)
 
@@ -61,16 +65,26 @@ def register() -> list[str]:
         return []
     from mteb.models import ModelMeta
 
+    from mteb_lrd.integration import experiments
+    from mteb_lrd.integration.naming import KNOWN_NAMES
     from mteb_lrd.integration.seams import install
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install()
+    experiments.install()  # saved pruned models evaluated by plain mteb are experiments of their base
     names = register_tasks([*sts_tasks().values(), demo_task()])
     registry = _compat.model_registry()
     for short in _model_names():
         name = MODEL_PREFIX + short
+        # looked up as mteb-lrd/<short>; results stored under the model's one name (mteb names the
+        # results by the registered meta, which it assigns to the loaded model)
         registry[name] = ModelMeta.create_empty(
-            overwrites={"name": name, "revision": "local", "loader": load_wrapped, "framework": ["PyTorch"]}
+            overwrites={
+                "name": KNOWN_NAMES.get(short, f"local/{short}"),
+                "loader": load_wrapped,
+                "loader_kwargs": {"mteb_lrd_model": short},
+                "framework": ["PyTorch"],
+            }
         )
         names.append(name)
     _REGISTERED.extend(names)

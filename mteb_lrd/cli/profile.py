@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from mteb_lrd.cli.options import path_arg
+from mteb_lrd.cli.resolve import resolve_model_path
 from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_json
@@ -68,12 +70,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--model", help="SentenceTransformer or transformers folder/name (default: all-MiniLM-L6-v2)"
+        "--model", help="'default' (all-MiniLM-L6-v2), a panel name, a model folder or a Hub id"
     )
     parser.add_argument(
-        "--texts", type=Path, help="JSON-lines file of texts (default: the bundled STS sample)"
+        "--texts",
+        type=lambda t: Path(t).expanduser(),
+        help="JSON-lines file of texts (default: the bundled STS sample)",
     )
-    parser.add_argument("--out", type=Path, help="write the full result as JSON here")
+    parser.add_argument(
+        "--out", "--output", type=lambda t: Path(t).expanduser(), help="write the full result as JSON here"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--device", help="cpu, cuda, cuda:1 … (default: cuda when available)")
     parser.add_argument("--dtype", help="float32, float16 or bfloat16 (default: the model's)")
@@ -87,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="'authors': their summary definitions, decoder last-token rule and pooling overrides",
     )
     parser.add_argument("--prompt", help="instruction prepended to every text")
-    parser.add_argument("--cache-dir", help="resumable cache of pooled states")
+    parser.add_argument("--cache-dir", type=path_arg, help="resumable cache of pooled states")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--nrs-k", type=int, default=20, help="NRS neighbours (default 20)")
     parser.add_argument("--gfmi-k", type=int, default=30, help="GFMI graph neighbours (default 30)")
@@ -100,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``profile``: print per-layer profiles and summaries, optionally save JSON."""
     texts = read_texts(args.texts) if args.texts else demo_texts()
     extractor = LayerExtractor(
-        args.model or str(default_model_path()),
+        str(resolve_model_path(args.model)) if args.model else str(default_model_path()),
         pooling=args.pooling,
         pooling_overrides="reference" if args.reproduce == "authors" else None,
         last_token="reference" if args.reproduce == "authors" else "true",

@@ -6,20 +6,23 @@ import argparse
 import sys
 from pathlib import Path
 
+from mteb_lrd.cli.options import add_list_option, path_arg
 from mteb_lrd.cli.select import (
     add_lrd_study_arguments,
     add_study_task_arguments,
     build_study_tasks,
     study_caps,
+    study_models,
 )
 
 __all__ = ["register", "run"]
 
 EPILOG = """\
 examples:
-  mteb-lrd prune-study --models all-mpnet-base-v2 smollm2-135m gemma-3-270m \\
-      --tasks LocalSTSBenchmark LocalSICK-R LocalSTS15 LocalSTS16 DrugReviewSentiment --out results/prune
+  mteb-lrd prune-study --models all-mpnet-base-v2,smollm2-135m,gemma-3-270m \\
+      --tasks STSBenchmark,SICK-R,STS15,STS16,DrugReviewSentiment --out results/prune
   mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
+  mteb-lrd prune-study --models ./my-deep-model --tasks STS15 --max-pairs 40 --budgets 0.25 --out results/prune
   mteb-lrd prune-study --report-only --out results/prune
 
 Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9, random.Random(seed).sample as the authors), last-k,
@@ -40,19 +43,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        default=["all-mpnet-base-v2", "smollm2-135m", "gemma-3-270m"],
-        help="panel names or folders (>= 8 layers)",
-    )
+    add_list_option(parser, "--models", "--model", dest="models", metavar="MODEL",
+                    default=["all-mpnet-base-v2", "smollm2-135m", "gemma-3-270m"],
+                    help="panel names or folders (>= 8 layers)")  # fmt: skip
     add_study_task_arguments(parser, default_pairs=150, default_test=150)
-    parser.add_argument("--budgets", nargs="+", type=float, default=[0.05, 0.10, 0.15, 0.20, 0.25])
+    add_list_option(parser, "--budgets", "--budget", dest="budgets", item_type=float, metavar="B",
+                    default=[0.05, 0.10, 0.15, 0.20, 0.25], help="pruning budgets (fractions)")  # fmt: skip
     parser.add_argument("--protect", type=int, default=3, help="layers kept at each end (default 3)")
     parser.add_argument("--mapping", choices=["reference", "producer"], default="reference")
     add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--out", required=True, help="study folder (records + report)")
+    parser.add_argument(
+        "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
+    )
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
     parser.set_defaults(func=run)
 
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.report_only:
             run_prune_study(
-                args.models,
+                study_models(args.models),
                 build_study_tasks(args),
                 out,
                 budgets=args.budgets,

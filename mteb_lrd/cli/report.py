@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mteb_lrd.cli.options import add_list_option, path_arg
+
 __all__ = ["register", "run"]
 
 EPILOG = """examples:
@@ -29,24 +31,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("results_folder", nargs="?", default=None, type=path_arg, metavar="RESULTS",
+                        help="results folder (default ./results)")  # fmt: skip
     parser.add_argument(
-        "results_folder",
-        nargs="?",
-        default=None,
-        metavar="RESULTS",
-        help="results folder (default ./results)",
+        "--results", default=None, type=path_arg, help="results folder (same as the positional argument)"
     )
-    parser.add_argument("--results", default=None, help="results folder (same as the positional argument)")
-    parser.add_argument(
-        "--out", "--output", dest="output", default="reports", help="report folder (default ./reports)"
-    )
-    parser.add_argument(
-        "--task",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="task column, in order (repeatable; default: all)",
-    )
+    parser.add_argument("--out", "--output", dest="output", default="reports", type=path_arg,
+                        help="report folder (default ./reports)")  # fmt: skip
+    add_list_option(parser, "--task", "--tasks", dest="task", default=None, metavar="NAME",
+                    help="task columns, in order (default: all)")  # fmt: skip
     parser.add_argument(
         "--strict", action="store_true", help="fail on an unreadable result file instead of warning"
     )
@@ -55,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd report``; returns the exit code."""
+    from mteb_lrd.cli.resolve import canonical_task_name
     from mteb_lrd.report import write_report
 
     if args.results_folder and args.results and args.results_folder != args.results:
@@ -63,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         )
     results = args.results_folder or args.results or "results"
     # unreadable files are printed below, one per line, instead of as one Python warning
-    paths = write_report(results, args.output, args.task, strict=args.strict, warn=False)
+    tasks = [canonical_task_name(t) for t in args.task] if args.task else None
+    paths = write_report(results, args.output, tasks, strict=args.strict, warn=False)
     for problem in paths["unreadable"]:
         print(f"mteb-lrd report: warning: left out {problem}", file=sys.stderr)
     if paths["unreadable"]:

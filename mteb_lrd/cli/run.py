@@ -11,6 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
+from mteb_lrd.cli.options import add_list_option, path_arg
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 
@@ -19,7 +20,8 @@ __all__ = ["add_lrd_options", "lrd_options", "register", "run"]
 EPILOG = """examples:
   mteb-lrd run --task demo
       all-MiniLM-L6-v2 on the bundled 300-pair STS sample, results in ./results
-  mteb-lrd run --model default --model all-mpnet-base-v2 --task LocalSTSBenchmark --task LocalSICK-R
+  mteb-lrd run --model default,./my-model --task STSBenchmark --task SICK-R
+  mteb-lrd run --model all-mpnet-base-v2 --task demo      # a panel model (see `mteb-lrd panel list`)
   mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
   mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
   mteb-lrd run --model ./big-decoder --task LocalSICK-R --memory-budget-mb 512 --store-dtype float16
@@ -33,13 +35,17 @@ come from the extraction cache (--cache-dir); --overwrite re-runs everything.
 
 def add_lrd_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``run`` and ``prune``: results folder, batch size, device, caps."""
-    parser.add_argument("--task", action="append", default=[], metavar="NAME",
-                        help="task name (repeatable): demo, LocalSTS12..16, LocalSICK-R, LocalSTSBenchmark, "
-                        "LocalSTSBenchmarkMultilingualSTS, or an MTEB task name (needs the Hub)")  # fmt: skip
-    parser.add_argument("--local-task", action="append", default=[], metavar="FOLDER=TYPE",
-                        help="a folder of JSON lines as a task; TYPE: STS, PairClassification, "
-                        "Classification, Retrieval (repeatable)")  # fmt: skip
-    parser.add_argument("--results", default="results", help="results folder (mteb ResultCache layout)")
+    add_list_option(parser, "--task", "--tasks", dest="task", metavar="NAME",
+                    help="task name: demo, STS12..16 / SICK-R / STSBenchmark (the shared data, also as "
+                    "LocalSTS12 ...), LocalSTSBenchmarkMultilingualSTS, or an MTEB task name (needs the Hub)")  # fmt: skip
+    add_list_option(parser, "--local-task", "--local-tasks", dest="local_task", metavar="FOLDER=TYPE",
+                    help="a folder of JSON lines as a task; TYPE: STS, PairClassification, "
+                    "Classification, Retrieval")  # fmt: skip
+    parser.add_argument("--name", default=None, help="model name for the results (organization/model; "
+                        "default: the model card's / config's name, see README)")  # fmt: skip
+    parser.add_argument("--revision", default=None, help="model revision for the results (and the Hub)")
+    parser.add_argument("--results", default="results", type=path_arg,
+                        help="results folder (mteb ResultCache layout: <results>/results/<model>/...)")  # fmt: skip
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when available)")
     parser.add_argument("--no-per-layer", action="store_true", help="skip the per-layer main scores")
@@ -92,8 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--model", action="append", default=[], metavar="MODEL",
-                        help="'default' (all-MiniLM-L6-v2), a panel name, or a model folder (repeatable)")  # fmt: skip
+    add_list_option(parser, "--model", "--models", dest="model", metavar="MODEL",
+                    help="'default' (all-MiniLM-L6-v2), a panel name, a model folder or a Hub id")  # fmt: skip
     add_lrd_options(parser)
     add_executor_options(parser)
     parser.set_defaults(func=run)
@@ -106,10 +112,16 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     from mteb_lrd.integration.atomic_cache import AtomicResultCache
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
-    name, model, tokenizer = load_for_mteb(spec, device=args.device)
+    name, model, tokenizer = load_for_mteb(spec, device=args.device, name=args.name, revision=args.revision)
     cache_dir, temporary = extraction_cache(spec, args)
     wrapped = with_layer_dynamics(
-        model, tokenizer=tokenizer, device=args.device, cache_dir=cache_dir, **options
+        model,
+        tokenizer=tokenizer,
+        device=args.device,
+        name=name,
+        revision=args.revision,
+        cache_dir=cache_dir,
+        **options,
     )
     result = mteb.evaluate(
         wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
@@ -149,5 +161,5 @@ def run(args: argparse.Namespace) -> int:
         return run_on_ray(args, models, options)
     for spec in tqdm(models, desc="models", disable=len(models) < 2, file=sys.stderr):
         print_summary(spec, evaluate_model(spec, tasks, args, options))
-    print(f"results in {args.results}; `mteb-lrd report --results {args.results}` builds the leaderboard")
+    print(f"results in {args.results}; `mteb-lrd report {args.results}` builds the leaderboard")
     return 0

@@ -17,13 +17,17 @@ __all__ = [
     "register",
     "run",
     "study_caps",
+    "study_models",
 ]
+
+from mteb_lrd.cli.options import add_list_option, path_arg
 
 EPILOG = """\
 examples:
   mteb-lrd select --out results/selection                       # the whole offline panel, all study tasks
-  mteb-lrd select --models all-MiniLM-L6-v2 all-mpnet-base-v2 smollm2-135m gemma-3-270m \\
-      --tasks LocalSTSBenchmark LocalSICK-R DrugReviewSentiment --max-pairs 200 --out results/sel
+  mteb-lrd select --models all-MiniLM-L6-v2,all-mpnet-base-v2,smollm2-135m,gemma-3-270m \\
+      --tasks STSBenchmark,SICK-R,DrugReviewSentiment --max-pairs 200 --out results/sel
+  mteb-lrd select --models default,./my-st-model,./other-model --tasks STSBenchmark --max-pairs 40 --out results/sel
   mteb-lrd select --models ./my-st-model ./other-model --report-only --out results/sel
 
 Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
@@ -38,13 +42,9 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
     from mteb_lrd.studies.tasks import CLASSIFICATION_TASKS, STS_TASKS
 
     names = [*STS_TASKS, *CLASSIFICATION_TASKS]
-    parser.add_argument(
-        "--tasks",
-        nargs="+",
-        default=None,
-        metavar="TASK",
-        help=f"study tasks (default all): {', '.join(names)}",
-    )
+    add_list_option(parser, "--tasks", "--task", dest="tasks", default=None, metavar="TASK",
+                    help=f"study tasks (default all): {', '.join(names)} (STS sets also by their short names, "
+                    "e.g. STSBenchmark)")  # fmt: skip
     parser.add_argument(
         "--max-pairs",
         type=int,
@@ -60,7 +60,9 @@ def add_study_task_arguments(parser: argparse.ArgumentParser, default_pairs: int
         default=default_test,
         help="classification test rows, 0 = all (default %(default)s)",
     )
-    parser.add_argument("--data-dir", default=None, help="where sub-sampled task folders are written")
+    parser.add_argument(
+        "--data-dir", default=None, type=path_arg, help="where sub-sampled task folders are written"
+    )
     parser.add_argument("--seed", type=int, default=42, help="sub-sampling seed (default 42)")
     parser.add_argument(
         "--max-length", type=int, default=512, help="token truncation for every model (default 512)"
@@ -109,12 +111,22 @@ def study_caps(args: argparse.Namespace) -> Caps:
     return Caps(*[v or None for v in values])
 
 
+def study_models(specs: list[str]) -> list[str]:
+    """Panel names as they are (the studies know their family and size); ``default``, known Hub ids and
+    folders as the folders :func:`mteb_lrd.cli.resolve.resolve_model_path` gives (the names of ``run``)."""
+    from mteb_lrd.cli.resolve import resolve_model_path
+    from mteb_lrd.studies.panel import PANEL
+
+    return [spec if spec in PANEL else str(resolve_model_path(spec)) for spec in specs]
+
+
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
+    from mteb_lrd.cli.resolve import canonical_task_name
     from mteb_lrd.studies.tasks import study_tasks
 
     return study_tasks(
-        args.tasks,
+        [canonical_task_name(name) for name in args.tasks] if args.tasks else None,
         data_dir=args.data_dir,
         max_pairs=args.max_pairs or None,
         max_train=args.max_train or None,
@@ -135,13 +147,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--models", nargs="+", default=list(PANEL), help="panel names or model folders (default: the panel)"
-    )
+    add_list_option(parser, "--models", "--model", dest="models", default=list(PANEL), metavar="MODEL",
+                    help="panel names or model folders (default: the panel)")  # fmt: skip
     add_study_task_arguments(parser, default_pairs=200, default_test=200)
     add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--out", required=True, help="study folder (records + report)")
+    parser.add_argument(
+        "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
+    )
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
     parser.set_defaults(func=run)
 
@@ -157,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.report_only:
             run_selection_study(
-                args.models,
+                study_models(args.models),
                 build_study_tasks(args),
                 out,
                 caps=study_caps(args),

@@ -13,6 +13,7 @@ resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -195,7 +196,7 @@ class LayerExtractor:
         self.batch_size = REFERENCE_DECODER_BATCH if self.last_token == "reference" else batch_size
         self.max_length = max_length
         self.show_progress_bar = show_progress_bar
-        self.cache = ArrayCache(cache_dir) if cache_dir is not None else None
+        self.cache = ArrayCache(os.path.expanduser(cache_dir)) if cache_dir is not None else None
         self.shard_size = shard_size
         self._identity: str | None = None
 

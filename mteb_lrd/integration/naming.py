@@ -1,12 +1,157 @@
-"""The name, revision and experiment under which mteb stores a model's results."""
+"""One name per model: the name, revision and experiment under which mteb stores a model's results.
+
+Every route (``mteb-lrd run`` / ``prune``, :func:`mteb_lrd.with_layer_dynamics`, the mteb plugin, a
+pruned model) names a model with :func:`model_name`, in this order:
+
+1. an explicit name (``--name`` / ``name=``), which must look like ``organization/model``;
+2. the base model of a pruned model (its pruning record), so variants sit next to their base;
+3. the SentenceTransformer model card (``model_name``, then ``base_model``, as mteb does), when it
+   holds a usable ``organization/model`` name;
+4. the transformers ``name_or_path``: a Hub id as loaded, or a local folder named by
+   :func:`folder_name` (the bundled all-MiniLM-L6-v2 and the panel's SentenceTransformers by their
+   Hub ids, any other folder as ``local/<folder name>``);
+5. ``local/unnamed-model``.
+
+So the bundled MiniLM is ``sentence-transformers/all-MiniLM-L6-v2`` whether it comes as
+``--model default``, as the panel's ``all-MiniLM-L6-v2``, as its folder, or through the plugin.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mteb.models import ModelMeta
 
-__all__ = ["model_meta"]
+from mteb_lrd.integration.experiments import pruned_meta, pruning_record
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "KNOWN_NAMES",
+    "UNNAMED",
+    "check_name",
+    "folder_name",
+    "model_meta",
+    "model_name",
+    "model_revision",
+]
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+UNNAMED = "local/unnamed-model"
+PANEL_MARKER = ".mteb-lrd-panel.json"  # mteb_lrd.studies.panel.MARKER, not imported: the panel pulls pip
+
+KNOWN_NAMES: dict[str, str] = {
+    "default": DEFAULT_MODEL_NAME,
+    "all-MiniLM-L6-v2": DEFAULT_MODEL_NAME,
+    "all-mpnet-base-v2": "sentence-transformers/all-mpnet-base-v2",
+}
+"""Short names whose weights are exactly a Hub model's. The other panel models (a fine-tune without a
+Hub id, GGUF-dequantised decoders) are not the Hub's weights and keep ``local/<panel name>``."""
+
+
+def _usable(name: object) -> bool:
+    return isinstance(name, str) and "/" in name.strip("/") and not any(c.isspace() for c in name)
+
+
+def check_name(name: str) -> str:
+    """Validate an explicit model name (mteb's format ``organization/model``).
+
+    Raises:
+        ValueError: naming what is allowed.
+    """
+    if not _usable(name):
+        raise ValueError(
+            f"model name {name!r} is not of the form organization/model (no spaces), as mteb requires; "
+            "e.g. --name my-org/my-model"
+        )
+    return name
+
+
+def _default_folder() -> Path | None:
+    try:
+        from mteb_lrd.defaults import default_model_path
+
+        return default_model_path().resolve()
+    except (ModuleNotFoundError, OSError):
+        return None
+
+
+def folder_name(path: str | Path) -> str:
+    """The name of a model folder: a known model's Hub id, else ``local/<folder name>``."""
+    folder = Path(path).expanduser().resolve()
+    if folder == _default_folder():
+        return DEFAULT_MODEL_NAME
+    marker = folder / PANEL_MARKER
+    if marker.is_file():
+        import json
+
+        try:
+            short = json.loads(marker.read_text(encoding="utf-8"))["panel_model"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            short = folder.name
+        return KNOWN_NAMES.get(short, f"local/{short}")
+    return f"local/{folder.name}"
+
+
+def _config(model: object) -> Any:
+    from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, unwrap_transformers_model
+
+    for candidate in (model, getattr(model, "model", None)):
+        if candidate is None:
+            continue
+        try:
+            return getattr(unwrap_transformers_model(candidate), "config", None)
+        except UnsupportedArchitectureError:
+            continue
+    return None
+
+
+def _sentence_transformer(model: object) -> Any:
+    for candidate in (model, getattr(model, "model", None)):
+        if getattr(candidate, "model_card_data", None) is not None:
+            return candidate
+    return None
+
+
+def model_name(model: object, name: str | None = None) -> str:
+    """The one name of ``model`` (a SentenceTransformer, transformers model or mteb wrapper of one).
+
+    Args:
+        model: the model.
+        name: an explicit name, which wins (checked by :func:`check_name`).
+
+    Raises:
+        ValueError: for an explicit name that is not ``organization/model``.
+    """
+    if name is not None:
+        return check_name(name)
+    record = pruning_record(model)
+    if record and _usable(record.get("base_model")):
+        return str(record["base_model"])
+    st = _sentence_transformer(model)
+    card = getattr(st, "model_card_data", None)
+    for candidate in (getattr(card, "model_name", None), getattr(card, "base_model", None)):
+        if _usable(candidate):
+            return str(candidate)
+    path = getattr(_config(model), "name_or_path", None)
+    if isinstance(path, str) and path:
+        if Path(path).expanduser().is_dir():
+            return folder_name(path)
+        if _usable(path):
+            return path
+    return UNNAMED
+
+
+def model_revision(model: object, revision: str | None = None) -> str | None:
+    """The revision of ``model``: explicit, the pruned model's base revision, the card's, the Hub commit."""
+    if revision is not None:
+        return revision
+    record = pruning_record(model)
+    if record and record.get("base_model"):
+        return record.get("base_revision")
+    card = getattr(_sentence_transformer(model), "model_card_data", None)
+    found = getattr(card, "base_model_revision", None) or getattr(_config(model), "_commit_hash", None)
+    return str(found) if found else None
 
 
 def model_meta(
@@ -20,20 +165,19 @@ def model_meta(
         name / revision: explicit values, which win.
 
     Returns:
-        The encoder's own meta (or an empty one named after the backbone), updated with the explicit
-        name / revision and, for a pruned model loaded from its folder, its experiment settings.
+        The encoder's own meta (or an empty one), named by :func:`model_name` / :func:`model_revision`
+        and, for a pruned model, carrying its experiment settings and real parameter count.
+
+    Raises:
+        ValueError: for an explicit name that is not ``organization/model``.
     """
-    meta = encoder.mteb_model_meta if encoder is not None else None
-    if meta is None:
-        config = getattr(backbone, "config", None)
-        fallback = name or getattr(config, "name_or_path", None)
-        meta = ModelMeta.create_empty(overwrites={"name": fallback or "mteb-lrd/unnamed-model"})
-    updates: dict[str, Any] = {k: v for k, v in (("name", name), ("revision", revision)) if v is not None}
-    if meta.name is None and "name" not in updates:
-        updates["name"] = "mteb-lrd/unnamed-model"
-    if meta.revision is None and "revision" not in updates:
-        updates["revision"] = "no_revision_available"
-    pruning = getattr(getattr(backbone, "config", None), "mteb_lrd_pruning", None)
-    if pruning and not meta.experiment_kwargs:  # a pruned model loaded from its folder
-        updates["experiment_kwargs"] = dict(pruning)
-    return meta.model_copy(update=updates) if updates else meta
+    model = encoder if encoder is not None else backbone
+    meta = encoder.mteb_model_meta if encoder is not None else ModelMeta.create_empty()
+    meta = pruned_meta(meta, getattr(encoder, "model", None) or backbone)
+    own = meta.name if _usable(meta.name) and meta.name != "no_model_name/available" else None
+    own_revision = meta.revision if meta.revision != "no_revision_available" else None
+    updates: dict[str, Any] = {
+        "name": check_name(name) if name is not None else own or model_name(model),
+        "revision": revision or own_revision or model_revision(model) or "no_revision_available",
+    }
+    return meta.model_copy(update=updates)

@@ -47,7 +47,7 @@ def choose_blocks(
     :func:`mteb_lrd.pruning.select_layers` and :func:`mteb_lrd.pruning.blocks_for`.
 
     Args:
-        model: a SentenceTransformer (or :class:`PrunedModel`) or a transformers model.
+        model: a SentenceTransformer or a transformers model (pruned already or not).
         rule: ``frenet``, ``nrs``, ``gfmi`` or ``composite``.
         budget: fraction of the candidate layers (ids ``3 .. L-3``) to prune, in (0, 1].
         texts: profiling texts (e.g. :func:`mteb_lrd.defaults.demo_texts`).
@@ -60,13 +60,11 @@ def choose_blocks(
     """
     from mteb_lrd.extraction.extractor import extract_layer_states
     from mteb_lrd.pipeline import layer_dynamics
-    from mteb_lrd.pruning.pruned import PrunedModel
 
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
-    inner = model.model if isinstance(model, PrunedModel) else model
     states = extract_layer_states(
-        inner, list(texts), tokenizer=tokenizer, batch_size=batch_size, show_progress_bar=False
+        model, list(texts), tokenizer=tokenizer, batch_size=batch_size, show_progress_bar=False
     ).states
     result = layer_dynamics(states)
     scores = rule_scores(result.frenet, result.nrs, result.gfmi)

@@ -1,152 +1,70 @@
-"""Pruned models: a copy of a model with transformer blocks physically removed, which mteb scores
-as an experiment of the base model (``<model>/<revision>/experiments/<removed blocks ...>/``)."""
+"""Pruned models: a copy of a model with transformer blocks physically removed.
+
+:func:`prune` returns the same kind of model it was given (a SentenceTransformer for a
+SentenceTransformer, a transformers model for a transformers model): ``encode``, ``save``,
+``push_to_hub`` all work as usual. The pruning is recorded twice:
+
+- on the transformers config (``config.mteb_lrd_pruning``: base model, base revision, removed blocks in
+  the base model's numbering, number of blocks, rule, budget), which travels with every save and
+  reload and makes mteb store the model's results as an experiment of its base
+  (:mod:`mteb_lrd.integration.experiments`);
+- on a SentenceTransformer's model card (``model_card_data``): base model, a title naming the removed
+  blocks, rule and budget, and the tags ``pruned`` and ``mteb-lrd``; ``save`` writes this card, not
+  the base model's README.
+"""
 
 from __future__ import annotations
 
 import copy
-import os
+import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from mteb.models import SentenceTransformerEncoderWrapper
+from mteb_lrd import _compat
+from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
+from mteb_lrd.integration import experiments
+from mteb_lrd.integration.experiments import PRUNING_CONFIG_KEY, pruning_record
+from mteb_lrd.integration.naming import model_name, model_revision
+from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
-from mteb_lrd.extraction.architectures import locate
-from mteb_lrd.io import atomic_write_json, read_json
-from mteb_lrd.pruning.surgery import PRUNING_FILE, record_on_config, remove_blocks, validate_blocks
+__all__ = ["PRUNED_TAGS", "describe", "prune", "pruning_record"]
 
-__all__ = ["PrunedModel", "prune"]
+logger = logging.getLogger(__name__)
 
+PRUNED_TAGS: tuple[str, ...] = ("pruned", "mteb-lrd")
+"""Tags added to a pruned SentenceTransformer's model card."""
 
-def _base_name(st: Any) -> str:
-    card = getattr(st, "model_card_data", None)
-    name = getattr(card, "model_name", None) or getattr(card, "base_model", None)
-    return name or "mteb-lrd/unnamed-model"
-
-
-def _experiment_kwargs(removed: list[int], num_blocks: int, rule: str | None, budget: float | None) -> dict:
-    kwargs: dict[str, Any] = {"removed_blocks": removed, "num_blocks": num_blocks}
-    if rule is not None:
-        kwargs["rule"] = rule
-    if budget is not None:
-        kwargs["budget"] = budget
-    return kwargs
+experiments.install()  # a pruned model evaluated by plain mteb.evaluate is an experiment of its base
 
 
-class PrunedModel(SentenceTransformerEncoderWrapper):
-    """A SentenceTransformer with blocks physically removed, scored by mteb as an experiment.
-
-    ``mteb.evaluate(pruned, tasks)`` stores results under
-    ``<model>/<revision>/experiments/<removed blocks ...>/`` and never over the base model's files.
-
-    Attributes:
-        model: the pruned ``SentenceTransformer`` (usable on its own: ``encode``, ``save``).
-        removed_blocks: indices of the removed blocks in the *base* model's numbering.
-        num_blocks: number of blocks of the base model.
-        rule / budget: how the blocks were chosen, when a rule was used.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        removed_blocks: list[int],
-        num_blocks: int,
-        *,
-        name: str,
-        revision: str | None = None,
-        rule: str | None = None,
-        budget: float | None = None,
-    ) -> None:
-        super().__init__(model)
-        self.removed_blocks = list(removed_blocks)
-        self.num_blocks = num_blocks
-        self.rule = rule
-        self.budget = budget
-        experiment_kwargs = _experiment_kwargs(removed_blocks, num_blocks, rule, budget)
-        record_on_config(model, experiment_kwargs)
-        self.mteb_model_meta = self.mteb_model_meta.model_copy(
-            update={
-                "name": name,
-                "revision": revision or self.mteb_model_meta.revision or "no_revision_available",
-                "experiment_kwargs": experiment_kwargs,
-            }
-        )
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save as a normal SentenceTransformer folder plus the pruning sidecar; return the folder."""
-        path = Path(path)
-        self.model.save(str(path))
-        record = {
-            "name": self.mteb_model_meta.name,
-            "revision": self.mteb_model_meta.revision,
-            "removed_blocks": self.removed_blocks,
-            "num_blocks": self.num_blocks,
-            "rule": self.rule,
-            "budget": self.budget,
-        }
-        atomic_write_json(path / PRUNING_FILE, record, indent=2)
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> PrunedModel:
-        """Load a folder written by :meth:`save` (the model is a normal SentenceTransformer)."""
-        from sentence_transformers import SentenceTransformer
-
-        path = Path(path)
-        sidecar = path / PRUNING_FILE
-        if not sidecar.is_file():
-            raise FileNotFoundError(f"{sidecar} not found: {path} was not saved by PrunedModel.save")
-        record = read_json(sidecar)
-        st = SentenceTransformer(str(path), device=device)
-        return cls(
-            st,
-            record["removed_blocks"],
-            record["num_blocks"],
-            name=record["name"],
-            revision=record.get("revision"),
-            rule=record.get("rule"),
-            budget=record.get("budget"),
-        )
+def describe(record: dict[str, Any]) -> str:
+    """A one-line description of a pruning record (the pruned model card's title)."""
+    removed = ", ".join(str(b) for b in record["removed_blocks"])
+    text = f"{record['base_model']} pruned: blocks {removed} of {record['num_blocks']} removed"
+    if record.get("rule") is not None:
+        text += f" by the {record['rule']} rule"
+    if record.get("budget") is not None:
+        text += f" at budget {record['budget']}"
+    return text
 
 
-def prune(
-    model: object,
-    blocks: Sequence[int] | None = None,
-    *,
-    rule: str | None = None,
-    budget: float | None = None,
-    texts: Sequence[str] | None = None,
-    tokenizer: object = None,
-    name: str | None = None,
-) -> Any:
-    """Return a copy of ``model`` with transformer blocks physically removed.
+def _describe_on_card(st: Any, source: Any, record: dict[str, Any]) -> None:
+    """Give a pruned SentenceTransformer its own model card (the base's README would describe the base)."""
+    old = source.model_card_data
+    card = st.model_card_data_class(local_files_only=True)
+    card.register_model(st)
+    card.language, card.license = old.language, old.license
+    if not str(record["base_model"]).startswith("local/"):
+        card.base_model = record["base_model"]  # a Hub id: the card links to it
+        card.base_model_revision = record.get("base_revision")
+    card.model_name = describe(record)
+    card.add_tags(list(PRUNED_TAGS))
+    st.model_card_data = card
+    _compat.drop_loaded_model_card(st)
 
-    Give the blocks, or a rule, a budget and profiling texts to choose them
-    (:func:`mteb_lrd.pruning.choose.choose_blocks`).
 
-    Args:
-        model: a SentenceTransformer, a :class:`PrunedModel` (pruned again, indices in its current
-            numbering) or a transformers model (BERT-likes, Llama/Qwen2/Mistral/Gemma-likes, GPT-2).
-        blocks: indices of the blocks to remove, ``0 <= i < L``; block ``i`` produces ``h_{i+1}``.
-        rule: the selection rule that chooses the blocks (or chose the given ones); recorded in the
-            experiment metadata.
-        budget: the pruning budget (fraction of candidate layers, ``0 < budget <= 1``), recorded.
-        texts: profiling texts, needed when ``blocks`` is omitted.
-        tokenizer: for a plain transformers decoder when ``blocks`` is omitted.
-        name: model name for mteb results; default: the SentenceTransformer's own name.
-
-    Returns:
-        For a SentenceTransformer: a :class:`PrunedModel` (an mteb encoder; ``.model`` is the pruned
-        SentenceTransformer) whose ``mteb_model_meta.experiment_kwargs`` records the removed blocks,
-        the rule and the budget. For a transformers model: the pruned copy of that model.
-
-    Raises:
-        ValueError: on an invalid block list, rule or budget.
-        UnsupportedArchitectureError: when the model's blocks cannot be found.
-    """
-    from sentence_transformers import SentenceTransformer
-
-    from mteb_lrd.pruning.choose import choose_blocks
+def _check_rule_and_budget(rule: object, budget: object) -> None:
+    from mteb_lrd.pruning.rules import RULES
 
     if rule is not None and (not isinstance(rule, str) or not rule.strip()):
         raise ValueError(f"rule must be a non-empty string naming the selection rule, got {rule!r}")
@@ -154,27 +72,95 @@ def prune(
         isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1
     ):
         raise ValueError(f"budget must be a fraction in (0, 1], got {budget!r}")
+    if rule is not None and rule not in RULES:
+        logger.info("rule %r is recorded as given (rules that choose blocks: %s)", rule, RULES)
+
+
+def prune(
+    model: Any,
+    blocks: Sequence[int] | None = None,
+    *,
+    rule: str | None = None,
+    budget: float | None = None,
+    texts: Sequence[str] | None = None,
+    tokenizer: object = None,
+    name: str | None = None,
+    revision: str | None = None,
+    mapping: str = "reference",
+) -> Any:
+    """Return a copy of ``model`` with transformer blocks physically removed.
+
+    Give the blocks, or a rule and a budget to choose them on profiling texts
+    (:func:`mteb_lrd.pruning.choose.choose_blocks`).
+
+    Args:
+        model: a SentenceTransformer or a transformers model (BERT-likes, Llama / Qwen2 / Mistral /
+            Gemma-likes, GPT-2), possibly pruned already (indices are then in its current numbering;
+            the record keeps the base model's numbering).
+        blocks: indices of the blocks to remove, ``0 <= i < L``; block ``i`` produces ``h_{i+1}``.
+        rule: ``frenet``, ``nrs``, ``gfmi`` or ``composite`` to choose the blocks; with ``blocks``,
+            any label of how they were chosen (recorded only).
+        budget: the pruning budget (fraction of candidate layers, ``0 < budget <= 1``).
+        texts: profiling texts for ``rule``; default the bundled 300-pair STS Benchmark sample
+            (:func:`mteb_lrd.defaults.demo_texts`, a warning says so).
+        tokenizer: for a plain transformers decoder when a rule chooses the blocks.
+        name / revision: the base model's name and revision for mteb results; default the model's
+            own (:func:`mteb_lrd.integration.naming.model_name`).
+        mapping: hidden-state id → block mapping for ``rule`` (``reference`` or ``producer``).
+
+    Returns:
+        The pruned copy, of the same class as ``model``. ``config.mteb_lrd_pruning`` holds the record;
+        ``mteb.evaluate`` stores its results under
+        ``<base>/<revision>/experiments/<removed blocks ...>/`` with its real parameter count.
+
+    Raises:
+        ValueError: on an invalid block list, rule or budget, or neither blocks nor rule and budget.
+        UnsupportedArchitectureError: when the model's blocks cannot be found.
+
+    Example:
+        >>> pruned = prune(SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2"), [2, 3])
+        >>> pruned.encode(["a sentence"]).shape
+        (1, 384)
+    """
+    _check_rule_and_budget(rule, budget)
     if blocks is None:
-        if rule is None or budget is None or not texts:
-            raise ValueError("give blocks=[...], or rule=, budget= and texts= to choose them")
-        blocks = choose_blocks(model, rule, budget, texts, tokenizer=tokenizer)
+        if rule is None or budget is None:
+            raise ValueError(
+                "give blocks=[...] to remove, or rule= (frenet, nrs, gfmi, composite) and budget= to choose them"
+            )
+        if texts is None:
+            from mteb_lrd.defaults import demo_texts
 
-    if isinstance(model, PrunedModel):
-        base_removed, base_num = model.removed_blocks, model.num_blocks
-        kept = [i for i in range(base_num) if i not in set(base_removed)]
-        inner = prune(model.model, blocks, rule=rule, budget=budget, name=model.mteb_model_meta.name)
-        original = sorted(base_removed + [kept[i] for i in inner.removed_blocks])
-        return PrunedModel(
-            inner.model, original, base_num, name=inner.mteb_model_meta.name, rule=rule, budget=budget
-        )
+            texts = demo_texts()
+            logger.warning(
+                "prune: no texts= given; the %s rule profiles the bundled %d-text STS Benchmark sample",
+                rule,
+                len(texts),
+            )
+        from mteb_lrd.pruning.choose import choose_blocks
 
-    num_blocks = locate(model).num_blocks
-    validate_blocks(list(blocks), num_blocks)
+        blocks = choose_blocks(model, rule, budget, texts, tokenizer=tokenizer, mapping=mapping)
+
+    previous = pruning_record(model)
+    validate_blocks(list(blocks), locate(model).num_blocks)
+    base_name = model_name(model, name)
+    base_revision = model_revision(model, revision)
     pruned = copy.deepcopy(model)
     removed, _ = remove_blocks(pruned, blocks)
-    if isinstance(pruned, SentenceTransformer):
-        return PrunedModel(
-            pruned, removed, num_blocks, name=name or _base_name(model), rule=rule, budget=budget
-        )
-    record_on_config(pruned, _experiment_kwargs(removed, num_blocks, rule, budget))
+    num_blocks = locate(model).num_blocks
+    if previous is not None:  # back to the base model's numbering
+        kept = [i for i in range(previous["num_blocks"]) if i not in set(previous["removed_blocks"])]
+        removed = sorted([*previous["removed_blocks"], *(kept[i] for i in removed)])
+        num_blocks = previous["num_blocks"]
+    record = {
+        "base_model": base_name,
+        "base_revision": base_revision,
+        "removed_blocks": removed,
+        "num_blocks": num_blocks,
+        "rule": rule,
+        "budget": budget,
+    }
+    setattr(unwrap_transformers_model(pruned).config, PRUNING_CONFIG_KEY, record)
+    if getattr(pruned, "model_card_data", None) is not None:
+        _describe_on_card(pruned, model, record)
     return pruned

@@ -16,28 +16,13 @@ from typing import Any
 
 from torch import nn
 
-from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
+from mteb_lrd.extraction.architectures import locate
 
 __all__ = [
-    "PRUNING_CONFIG_KEY",
-    "PRUNING_FILE",
-    "record_on_config",
     "remove_blocks",
     "skip_blocks",
     "validate_blocks",
 ]
-
-# Sidecar written next to a saved pruned SentenceTransformer so the experiment metadata survives a
-# save / load round trip (the model itself reloads as a plain SentenceTransformer without it).
-PRUNING_FILE = "mteb_lrd_pruning.json"
-# The same record on the transformers config: it travels with save_pretrained / SentenceTransformer.save,
-# so a pruned model loaded any way is still scored as an experiment by with_layer_dynamics.
-PRUNING_CONFIG_KEY = "mteb_lrd_pruning"
-
-
-def record_on_config(model: object, experiment_kwargs: dict) -> None:
-    """Store the pruning record on the transformers config (it travels with ``save_pretrained``)."""
-    setattr(unwrap_transformers_model(model).config, PRUNING_CONFIG_KEY, dict(experiment_kwargs))
 
 
 def validate_blocks(blocks: Sequence[int], num_blocks: int) -> list[int]:

@@ -86,17 +86,16 @@ def measure_speedup(
 
 
 def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
-    """The pruned model (for timing) and what mteb scores: B's ``PrunedModel`` wrapper for a
-    SentenceTransformer (experiment metadata included), the pruned transformers model otherwise."""
+    """The pruned model (for timing) and what mteb scores: the pruned copy (a SentenceTransformer or a
+    transformers model, its pruning record on the config)."""
     from mteb_lrd.pruning.pruned import prune
 
     if not blocks:
         return model, model.model
-    pruned = prune(model.model, blocks, name=model.name)
-    inner = pruned.model if model.tokenizer is None else pruned
+    pruned = prune(model.model, blocks)
     variant = StudyModel(
         model.name,
-        inner,
+        pruned,
         model.tokenizer,
         model.family,
         model.params,

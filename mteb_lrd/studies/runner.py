@@ -181,8 +181,8 @@ def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> s
 def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
     """The mteb encoder that scores ``model`` (or ``scored``, e.g. a pruned variant of it).
 
-    SentenceTransformers go through mteb's own wrapper (a ``PrunedModel`` from
-    :func:`mteb_lrd.prune` already is one); plain transformers models through the layer-dynamics
+    SentenceTransformers go through mteb's own wrapper (a pruned one from :func:`mteb_lrd.prune` is
+    an experiment of its base there); plain transformers models through the layer-dynamics
     wrapper, the package's encoder for them, with its metrics cut to the minimum (the studies measure
     the dynamics themselves, on the spec's texts).
     """
@@ -198,7 +198,6 @@ def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
     return with_layer_dynamics(
         target,
         tokenizer=model.tokenizer,
-        name=model.name,
         max_length=model.max_length,
         per_layer=False,
         frenet_cap=3,

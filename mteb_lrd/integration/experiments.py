@@ -1,0 +1,120 @@
+"""Pruned models as mteb experiments of their base model, however mteb meets them.
+
+A pruned model (:func:`mteb_lrd.prune`) is an ordinary SentenceTransformer or transformers model;
+its pruning record lives on the transformers config (``config.mteb_lrd_pruning``), so it survives
+``save`` / ``save_pretrained`` / ``push_to_hub`` and a plain reload. mteb builds a
+SentenceTransformer's metadata in the public classmethod ``ModelMeta.from_sentence_transformer_model``
+(``mteb.evaluate(st, ...)`` wraps every SentenceTransformer in ``SentenceTransformerEncoderWrapper``,
+which calls it). :func:`install` wraps that classmethod so that a model carrying a record gets the
+base model's name and revision, the pruning as ``experiment_kwargs`` (results go to
+``<base>/<revision>/experiments/<removed blocks ...>/``, next to the base and never over it) and its
+real parameter count (``model_meta.json`` of the experiment). Models without a record are untouched.
+
+The hook is installed by :func:`mteb_lrd.prune`, :func:`mteb_lrd.with_layer_dynamics`, the
+``mteb-lrd`` commands and the mteb plugin (``plugins/``); in a program that only loads a saved pruned
+folder, call :func:`install` (or ``import mteb_lrd.pruning.pruned``) before ``mteb.evaluate``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from mteb.models import ModelMeta
+
+from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, unwrap_transformers_model
+
+__all__ = [
+    "EXPERIMENT_KEYS",
+    "PRUNING_CONFIG_KEY",
+    "experiment_kwargs",
+    "install",
+    "installed",
+    "pruned_meta",
+    "pruning_record",
+]
+
+PRUNING_CONFIG_KEY = "mteb_lrd_pruning"
+"""Attribute of the transformers config that holds the pruning record (saved in ``config.json``)."""
+
+EXPERIMENT_KEYS: tuple[str, ...] = ("removed_blocks", "num_blocks", "rule", "budget")
+"""Record fields that name the experiment (the base model's name and revision name the folder above)."""
+
+_ORIGINAL = "__mteb_lrd_original__"
+
+
+def pruning_record(model: object) -> dict[str, Any] | None:
+    """The pruning record of a model (SentenceTransformer, transformers model or mteb wrapper), or ``None``."""
+    for candidate in (model, getattr(model, "model", None)):
+        if candidate is None:
+            continue
+        try:
+            config = getattr(unwrap_transformers_model(candidate), "config", None)
+        except UnsupportedArchitectureError:
+            continue
+        record = getattr(config, PRUNING_CONFIG_KEY, None)
+        if isinstance(record, Mapping) and record.get("removed_blocks"):
+            return dict(record)
+    return None
+
+
+def experiment_kwargs(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The experiment part of a pruning record (``removed_blocks``, ``num_blocks``, ``rule``, ``budget``)."""
+    return {key: record[key] for key in EXPERIMENT_KEYS if record.get(key) is not None}
+
+
+def _parameter_count(model: object) -> int | None:
+    parameters = getattr(model, "parameters", None)
+    if not callable(parameters):
+        return None
+    return int(sum(p.numel() for p in parameters()))
+
+
+def pruned_meta(meta: ModelMeta, model: object) -> ModelMeta:
+    """``meta`` updated for a pruned ``model``; unchanged when the model carries no pruning record.
+
+    The name and revision become the base model's (unless the record has none), the record's
+    experiment fields join ``experiment_kwargs`` (other experiment settings, e.g. mteb's
+    ``output_dtypes``, are kept), and ``n_parameters`` / ``memory_usage_mb`` are the pruned model's own.
+    """
+    record = pruning_record(model)
+    if record is None:
+        return meta
+    updates: dict[str, Any] = {
+        "experiment_kwargs": {**dict(meta.experiment_kwargs or {}), **experiment_kwargs(record)}
+    }
+    if record.get("base_model"):
+        updates["name"] = record["base_model"]
+        updates["revision"] = record.get("base_revision") or "no_revision_available"
+    count = _parameter_count(model)
+    if count is not None:
+        updates["n_parameters"] = count
+    updated = meta.model_copy(update=updates)
+    if count is not None:
+        updated = updated.model_copy(
+            update={"memory_usage_mb": updated.calculate_memory_usage_mb(fetch_from_hf=False)}
+        )
+    return updated
+
+
+def installed() -> bool:
+    """Whether ``ModelMeta.from_sentence_transformer_model`` is wrapped."""
+    return hasattr(ModelMeta.__dict__["from_sentence_transformer_model"].__func__, _ORIGINAL)
+
+
+def install() -> None:
+    """Wrap ``ModelMeta.from_sentence_transformer_model`` (public) so pruned models become experiments.
+
+    Idempotent; models without a pruning record get exactly mteb's own metadata.
+    """
+    if installed():
+        return
+    original = ModelMeta.__dict__["from_sentence_transformer_model"].__func__
+
+    @functools.wraps(original)
+    def from_sentence_transformer_model(cls: type[ModelMeta], model: Any, *args: Any, **kwargs: Any) -> Any:
+        return pruned_meta(original(cls, model, *args, **kwargs), model)
+
+    setattr(from_sentence_transformer_model, _ORIGINAL, original)
+    ModelMeta.from_sentence_transformer_model = classmethod(from_sentence_transformer_model)  # type: ignore[method-assign,assignment]
