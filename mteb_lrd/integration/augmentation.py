@@ -8,6 +8,7 @@ forward pass. :mod:`mteb_lrd.integration.seams` calls :func:`augment_scores` aft
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 import warnings
@@ -79,16 +80,35 @@ def layer_dynamics(
     return to_jsonable(record)
 
 
+RANDOM_STATES = ("rng_state", "np_rng")
+"""Public random generators of mteb tasks (clustering, sub-sampling draw from them while scoring)."""
+
+
+def random_states(task: AbsTask) -> dict[str, Any]:
+    """A deep copy of the task's random generators, to replay the draws of its scoring."""
+    return {name: copy.deepcopy(getattr(task, name)) for name in RANDOM_STATES if hasattr(task, name)}
+
+
+def _set_random_states(task: AbsTask, states: Mapping[str, Any]) -> None:
+    for name, value in states.items():
+        setattr(task, name, copy.deepcopy(value))
+
+
 def per_layer_scores(
     task: AbsTask,
     wrapper: LayerDynamicsModel,
     evaluate_subset: SubsetEvaluator,
     data_split: Any,
     kwargs: Mapping[str, Any],
+    rng_before: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The task's own evaluator run on every layer's stored vectors (no forward pass).
 
-    A tqdm bar counts the layers when the encode kwargs ask for progress bars.
+    With ``rng_before`` (:func:`random_states` taken before the ordinary scoring of the subset) every
+    layer is scored with the same random draws as the ordinary run, so the last layer's score equals
+    the main score also for tasks that sample (clustering); the generators are left as the ordinary
+    run left them, so later subsets draw exactly as in a plain run. A tqdm bar counts the layers when
+    the encode kwargs ask for progress bars.
 
     Returns:
         ``{"main_score": name, "layers": [0..L], "relative_depth": [l / L], "scores": [...]}``.
@@ -105,11 +125,15 @@ def per_layer_scores(
         file=sys.stderr,
     )
     scores = []
+    rng_after = random_states(task) if rng_before is not None else {}
     for layer in bar:
+        if rng_before is not None:
+            _set_random_states(task, rng_before)
         sub_kwargs = {**kwargs, "prediction_folder": None, "timer": TimingStack()}
         layer_scores = evaluate_subset(task, wrapper.layer_view(layer), data_split, **sub_kwargs)
         _compat.add_main_score(task, layer_scores)
         scores.append(float(layer_scores["main_score"]))
+    _set_random_states(task, rng_after)
     depth = num_states - 1
     return {
         "main_score": task.metadata.main_score,
@@ -133,6 +157,7 @@ def augment_scores(
     scores: dict[str, Any],
     data_split: Any,
     kwargs: Mapping[str, Any],
+    rng_before: Mapping[str, Any] | None = None,
 ) -> None:
     """Add ``layer_dynamics`` and ``per_layer`` to one subset's ``scores`` (in place).
 
@@ -161,7 +186,9 @@ def augment_scores(
             }
             scores["layer_dynamics"] = layer_dynamics(wrapper.store, keys, options, info)
         if options.per_layer:
-            scores["per_layer"] = per_layer_scores(task, wrapper, evaluate_subset, data_split, kwargs)
+            scores["per_layer"] = per_layer_scores(
+                task, wrapper, evaluate_subset, data_split, kwargs, rng_before
+            )
             scores["per_layer"]["store"] = store_info
     except (ValueError, KeyError, RuntimeError) as err:
         message = f"mteb-lrd: no layer keys for {meta.name} ({hf_split}/{hf_subset}): {err}"

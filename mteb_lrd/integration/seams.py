@@ -92,7 +92,7 @@ def _bind(
 
 
 def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
-    from mteb_lrd.integration.augmentation import augment_scores
+    from mteb_lrd.integration.augmentation import augment_scores, random_states
 
     @functools.wraps(original)
     def evaluate_subset(*args: Any, **kwargs: Any) -> Any:
@@ -101,6 +101,7 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
         model = bound.arguments.get("model")
         if not is_layer_dynamics_model(model) or model.depth > 0:
             return original(*args, **kwargs)
+        rng_before = random_states(task)
         model.depth += 1
         try:
             scores = original(*args, **kwargs)
@@ -108,7 +109,9 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
             model.depth -= 1
         extra = dict(bound.arguments.pop("kwargs", {}) or {})
         rest = {k: v for k, v in bound.arguments.items() if k not in ("self", "model", "data_split")}
-        augment_scores(task, model, original, scores, bound.arguments.get("data_split"), {**rest, **extra})
+        augment_scores(
+            task, model, original, scores, bound.arguments.get("data_split"), {**rest, **extra}, rng_before
+        )
         return scores
 
     setattr(evaluate_subset, ORIGINAL, original)
