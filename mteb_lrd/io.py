@@ -14,14 +14,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import math
 import os
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mteb_lrd.metrics.summaries import to_jsonable
 
 __all__ = [
     "atomic_write_bytes",
@@ -200,23 +199,3 @@ def texts_digest(texts: Sequence[str]) -> str:
     for text in texts:
         h.update(hashlib.sha256(text.encode("utf-8")).digest())
     return h.hexdigest()
-
-
-def to_jsonable(value: Any) -> Any:
-    """Arrays → lists, numpy scalars → Python, NaN / Inf → ``None``, paths → strings (recursively)."""
-    if isinstance(value, Mapping):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return value

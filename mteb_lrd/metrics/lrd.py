@@ -17,26 +17,9 @@ from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
 from mteb_lrd.metrics.states import prepare_states
-from mteb_lrd.metrics.summaries import finite_or_none
+from mteb_lrd.metrics.summaries import to_jsonable
 
 __all__ = ["LRDResult", "lrd", "to_jsonable"]
-
-
-def to_jsonable(value: Any) -> Any:
-    """Arrays → lists, numpy scalars → Python, NaN / Inf → ``None`` (recursively)."""
-    if isinstance(value, dict):
-        return {str(key): to_jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(item) for item in value]
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return finite_or_none(float(value))
-    return value
 
 
 @dataclass(frozen=True)
