@@ -16,7 +16,6 @@ import contextlib
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,9 @@ from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
+from mteb_lrd.extraction.final_norm import FINAL_NORMS, apply_final_norm, capture_pre_norm
 from mteb_lrd.extraction.identity import model_identity
+from mteb_lrd.extraction.layer_states import LayerStates, clean_texts
 from mteb_lrd.extraction.loading import (
     load_model,
     resolve_device,
@@ -50,60 +51,9 @@ __all__ = [
     "clean_texts",
 ]
 
-FINAL_NORMS: tuple[str, ...] = ("as_is", "all", "none")
 _CACHE_FORMAT = 1
 REFERENCE_DECODER_BATCH = 4
 """Batch size of the authors' decoder extraction; ``last_token="reference"`` uses it."""
-
-
-@dataclass(frozen=True)
-class LayerStates:
-    """Pooled vectors of every hidden state for a list of texts.
-
-    Attributes:
-        states: ``(L+1, N, d)`` float32, rows L2-normalised; index 0 is the embedding output.
-        embeddings: ``(N, D)`` float32, the model's own output for the texts (what
-            ``SentenceTransformer.encode`` returns; the unnormalised last-layer pooled vector for a
-            plain transformers model).
-        pooling: the pooling used at every layer.
-        final_norm: the decoder final-norm convention (``as_is``: only ``h_L`` normed, as
-            transformers returns it; ``all``; ``none``); ``n/a`` for models without one.
-        n_empty_replaced: empty or whitespace-only texts replaced by ``" "``.
-        n_duplicates: texts equal to an earlier text (kept; metrics exclude self by index).
-        texts_sha256: digest of the texts as given.
-    """
-
-    states: np.ndarray
-    embeddings: np.ndarray
-    pooling: str
-    final_norm: str
-    n_empty_replaced: int
-    n_duplicates: int
-    texts_sha256: str
-
-    @property
-    def num_layers(self) -> int:
-        """``L``: number of blocks; there are ``L+1`` hidden states."""
-        return self.states.shape[0] - 1
-
-
-def clean_texts(texts: Sequence[str]) -> tuple[list[str], int]:
-    """Replace empty / whitespace-only texts by ``" "`` as the reference does; count them.
-
-    Raises:
-        TypeError: when ``texts`` is a single string or holds non-strings.
-    """
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of strings, not a single string")
-    out, replaced = [], 0
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str")
-        if not text.strip():
-            replaced += 1
-            text = " "
-        out.append(text)
-    return out, replaced
 
 
 class LayerExtractor:
@@ -349,13 +299,15 @@ class LayerExtractor:
     @torch.inference_mode()
     def _forward(self, batch: list[str], prompt: str | None) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward pass: ``((L+1, B, d) pooled fp32, (B, D) final embedding fp32)``, on CPU."""
-        with self._capture_pre_norm() as captured:
+        with capture_pre_norm(self.loaded.architecture.final_norm, self.final_norm) as captured:
             if self.is_sentence_transformer:
                 hidden, mask, final, features = self._forward_sentence_transformer(batch, prompt)
             else:
                 hidden, mask = self._forward_transformers(batch, prompt)
                 final, features = None, None
-        hidden = self._apply_final_norm(list(hidden), captured)
+        hidden = apply_final_norm(
+            list(hidden), self.loaded.architecture.final_norm, self.final_norm, captured
+        )
         if self._pooling_module is not None:
             per_layer = [
                 self._pooling_module({**features, "token_embeddings": h})["sentence_embedding"]
@@ -407,35 +359,6 @@ class LayerExtractor:
             kwargs["position_ids"] = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         out = self.loaded.model(**enc, **kwargs)
         return out.hidden_states, enc["attention_mask"]
-
-    # -- final norm conventions ---------------------------------------------------------------
-    @contextlib.contextmanager
-    def _capture_pre_norm(self) -> Iterator[dict[str, torch.Tensor]]:
-        """With ``final_norm="none"``, keep the input of the final norm (the raw ``h_L``)."""
-        captured: dict[str, torch.Tensor] = {}
-        norm = self.loaded.architecture.final_norm
-        if self.final_norm != "none" or norm is None:
-            yield captured
-            return
-
-        def hook(_module: torch.nn.Module, args: tuple[Any, ...]) -> None:
-            captured["raw_last"] = args[0]
-
-        handle = norm.register_forward_pre_hook(hook)
-        try:
-            yield captured
-        finally:
-            handle.remove()
-
-    def _apply_final_norm(
-        self, hidden: list[torch.Tensor], captured: dict[str, torch.Tensor]
-    ) -> list[torch.Tensor]:
-        norm = self.loaded.architecture.final_norm
-        if self.final_norm == "none" and norm is not None:
-            hidden[-1] = captured["raw_last"]
-        elif self.final_norm == "all" and norm is not None:
-            hidden = [norm(h) for h in hidden[:-1]] + [hidden[-1]]
-        return hidden
 
     @contextlib.contextmanager
     def _truncation(self) -> Iterator[None]:
