@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 import mteb
@@ -198,16 +199,32 @@ def test_malformed_local_task_row_through_the_cli(tiny_st_dir, local_sts, tmp_pa
 # -- a torn or malformed <Task>.json --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["torn", "not json", "wrong shape"])
-def test_torn_result_file_stops_the_run_naming_it(tiny_st_dir, local_sts, tmp_path, capsys, damage):
+@pytest.mark.parametrize("damage", ["torn", "not json"])
+def test_torn_result_file_is_moved_aside_naming_it_and_rerun(tiny_st_dir, local_sts, tmp_path, damage):
+    """mteb-lrd run writes through AtomicResultCache: an unreadable <Task>.json is kept aside under a
+    name that the warning gives, and the task is run again (resumable; nothing is lost)."""
     results = tmp_path / "r"
     argv = ["run", "--model", str(tiny_st_dir), "--local-task", f"{local_sts}=STS", "--results", str(results)]
     assert main(argv) == 0
     (task_file,) = results.rglob("tinysts.json")
     text = task_file.read_text()
-    task_file.write_text(
-        {"torn": text[: len(text) // 2], "not json": "<html>", "wrong shape": "[1, 2]"}[damage]
-    )
+    damaged = {"torn": text[: len(text) // 2], "not json": "<html>"}[damage]
+    task_file.write_text(damaged)
+    with pytest.warns(
+        UserWarning, match=rf"{re.escape(str(task_file))} could not be read .* moved to tinysts\.json\.torn-"
+    ):
+        assert main(argv) == 0
+    assert json.loads(task_file.read_text())["task_name"] == "tinysts"
+    (aside,) = task_file.parent.glob("tinysts.json.torn-*")
+    assert aside.read_text() == damaged
+
+
+def test_malformed_result_file_stops_the_run_naming_it(tiny_st_dir, local_sts, tmp_path, capsys):
+    results = tmp_path / "r"
+    argv = ["run", "--model", str(tiny_st_dir), "--local-task", f"{local_sts}=STS", "--results", str(results)]
+    assert main(argv) == 0
+    (task_file,) = results.rglob("tinysts.json")
+    task_file.write_text("[1, 2]")  # valid JSON of the wrong shape: not a torn write, so not moved aside
     capsys.readouterr()
     assert main(argv) == 2
     line = _one_line(capsys, "run")

