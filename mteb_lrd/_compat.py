@@ -19,6 +19,11 @@ _evaluate_subset_cross_validation``    to add ``layer_dynamics`` / ``per_layer``
 MODEL_REGISTRY``
 ``mteb.models.sentence_transformer_    the prompt a plain mteb run would use for a task.
 wrapper._resolve_prompt``
+``mteb._create_dataloaders.           the dataloader factory the evaluators call by name: rebound
+create_dataloader``                    at its use sites while the layers of one subset are scored,
+                                       so each dataloader is built once, not once per layer.
+``AbsTaskRetrieval._top_k``            how deep a retrieval search goes: lowered while the layers
+                                       are scored to what the main score's cutoff needs.
 ``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
                                        embeddings — are ``encode``'s to the bit.
 ``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
@@ -40,8 +45,10 @@ __all__ = [
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
+    "RETRIEVAL_TOP_K",
     "cache_check_owner",
     "check",
+    "dataloader_factory_sites",
     "drop_loaded_model_card",
     "input_length",
     "model_registry",
@@ -59,6 +66,11 @@ MAIN_SCORE_METHOD = "_add_main_score"
 """Task method that fills ``main_score`` of a subset's scores dict: ``(self, scores) -> None``."""
 
 _MAIN_SCORE = MAIN_SCORE_METHOD
+
+RETRIEVAL_TOP_K = "_top_k"
+"""Attribute of retrieval tasks: the search depth (``max(k_values)``) passed to mteb's searcher."""
+
+_DATALOADERS = "mteb._create_dataloaders"
 
 
 class SeamError(RuntimeError):
@@ -120,6 +132,24 @@ def cache_check_owner() -> Any:
     return module
 
 
+def dataloader_factory_sites() -> tuple[Callable[..., Any], list[Any]]:
+    """mteb's ``create_dataloader`` and every loaded ``mteb.*`` module that calls it by that name.
+
+    Returns:
+        ``(create_dataloader, modules)``: rebinding ``module.create_dataloader`` in each module
+        changes what its evaluators call.
+    """
+    import sys
+
+    factory = _attribute(_DATALOADERS, "create_dataloader")
+    sites = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith("mteb.") and getattr(module, "create_dataloader", None) is factory
+    ]
+    return factory, sites
+
+
 def input_length(model: Any) -> Callable[[str], int] | None:
     """``SentenceTransformer._input_length`` (the length ``encode`` sorts by), ``None`` when absent."""
     return getattr(model, "_input_length", None)
@@ -144,10 +174,12 @@ def check() -> list[str]:
             probe()
         except SeamError as err:
             problems.append(str(err))
-    try:
-        _attribute("mteb.models.sentence_transformer_wrapper", "_resolve_prompt")
-    except SeamError as err:
-        problems.append(str(err))
+    for module, name in (("mteb.models.sentence_transformer_wrapper", "_resolve_prompt"),
+                         (_DATALOADERS, "create_dataloader")):  # fmt: skip
+        try:
+            _attribute(module, name)
+        except SeamError as err:
+            problems.append(str(err))
     try:
         from mteb.abstasks.abstask import AbsTask
         from mteb.abstasks.classification import AbsTaskClassification

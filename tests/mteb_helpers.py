@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from mteb.models import ModelMeta
+from mteb.models.abs_encoder import AbsEncoder
+
+from mteb_lrd.extraction.extractor import extract_layer_states
 from mteb_lrd.integration.local_tasks import make_task
 from tests.tiny_models import TEXTS
 
-__all__ = ["classification_task", "pair_task", "retrieval_task", "sts_task"]
+__all__ = ["LayerEncoder", "classification_task", "pair_task", "retrieval_task", "sts_task"]
+
+
+class LayerEncoder(AbsEncoder):
+    """An independent encoder: the vectors of one layer, from a separate extraction of every text."""
+
+    def __init__(self, model, layer: int) -> None:
+        self.model, self.layer = model, layer
+        self.mteb_model_meta = ModelMeta.create_empty(overwrites={"name": "test/layer", "revision": "1"})
+
+    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+        texts = [t for batch in inputs for t in batch["text"]]
+        return extract_layer_states(self.model, texts, show_progress_bar=False).states[self.layer]
 
 
 def sts_task(texts: list[str] = TEXTS, name: str = "TinySTS"):

@@ -18,14 +18,11 @@ import mteb
 import pytest
 from mteb.abstasks.abstask import AbsTask
 from mteb.abstasks.task_metadata import TaskMetadata
-from mteb.models import ModelMeta
-from mteb.models.abs_encoder import AbsEncoder
 from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import _compat, with_layer_dynamics
-from mteb_lrd.extraction.extractor import extract_layer_states
 from mteb_lrd.integration import seams
-from tests.mteb_helpers import classification_task, sts_task
+from tests.mteb_helpers import LayerEncoder, classification_task, sts_task
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
@@ -116,18 +113,6 @@ def test_every_supported_task_type_gets_both_keys(make, tiny_st):
             assert per_layer["scores"][-1] == pytest.approx(row["main_score"], abs=1e-6)
 
 
-class _LayerEncoder(AbsEncoder):
-    """An independent encoder: the vectors of one layer, from a separate extraction of every text."""
-
-    def __init__(self, model: SentenceTransformer, layer: int) -> None:
-        self.model, self.layer = model, layer
-        self.mteb_model_meta = ModelMeta.create_empty(overwrites={"name": "test/layer", "revision": "1"})
-
-    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
-        texts = [t for batch in inputs for t in batch["text"]]
-        return extract_layer_states(self.model, texts, show_progress_bar=False).states[self.layer]
-
-
 @pytest.mark.parametrize("make", ["MockSTSTask", "MockRetrievalTask", "classification"])
 def test_per_layer_scores_equal_the_task_evaluator_on_each_layer(make, tiny_st):
     """Layer l of ``per_layer`` is the task's own evaluator on ``states[l]``, computed independently."""
@@ -139,7 +124,7 @@ def test_per_layer_scores_equal_the_task_evaluator_on_each_layer(make, tiny_st):
     scores = result.scores["test"][0]["per_layer"]["scores"]
     assert len(scores) == 5
     for layer in range(5):
-        expected = mteb.evaluate(_LayerEncoder(tiny_st, layer), [fresh()], cache=None, **RUN).task_results[0]
+        expected = mteb.evaluate(LayerEncoder(tiny_st, layer), [fresh()], cache=None, **RUN).task_results[0]
         assert scores[layer] == pytest.approx(expected.scores["test"][0]["main_score"], abs=1e-6), layer
 
 

@@ -21,6 +21,7 @@ from mteb.abstasks.abstask import AbsTask
 from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
+from mteb_lrd.integration.layer_scoring import reused_dataloaders, search_depth
 from mteb_lrd.integration.options import (
     DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,
@@ -108,10 +109,13 @@ def per_layer_scores(
     layer is scored with the same random draws as the ordinary run, so the last layer's score equals
     the main score also for tasks that sample (clustering); the generators are left as the ordinary
     run left them, so later subsets draw exactly as in a plain run. A tqdm bar counts the layers when
-    the encode kwargs ask for progress bars.
+    the encode kwargs ask for progress bars. Work that does not depend on the layer (dataloaders,
+    search depth beyond the main score's cutoff) is not repeated: see
+    :mod:`mteb_lrd.integration.layer_scoring`.
 
     Returns:
-        ``{"main_score": name, "layers": [0..L], "relative_depth": [l / L], "scores": [...]}``.
+        ``{"main_score": name, "layers": [0..L], "relative_depth": [l / L], "scores": [...]}``,
+        plus ``search_depth`` when a retrieval search was cut to the main score's cutoff.
     """
     from mteb.timing import TimingStack
 
@@ -126,22 +130,26 @@ def per_layer_scores(
     )
     scores = []
     rng_after = random_states(task) if rng_before is not None else {}
-    for layer in bar:
-        if rng_before is not None:
-            _set_random_states(task, rng_before)
-        sub_kwargs = {**kwargs, "prediction_folder": None, "timer": TimingStack()}
-        layer_scores = evaluate_subset(task, wrapper.layer_view(layer), data_split, **sub_kwargs)
-        _compat.add_main_score(task, layer_scores)
-        scores.append(float(layer_scores["main_score"]))
+    with reused_dataloaders(), search_depth(task) as depth:
+        for layer in bar:
+            if rng_before is not None:
+                _set_random_states(task, rng_before)
+            sub_kwargs = {**kwargs, "prediction_folder": None, "timer": TimingStack()}
+            layer_scores = evaluate_subset(task, wrapper.layer_view(layer), data_split, **sub_kwargs)
+            _compat.add_main_score(task, layer_scores)
+            scores.append(float(layer_scores["main_score"]))
     _set_random_states(task, rng_after)
-    depth = num_states - 1
-    return {
+    last = num_states - 1
+    record = {
         "main_score": task.metadata.main_score,
         "layers": list(range(num_states)),
-        "relative_depth": [layer / depth for layer in range(num_states)],
+        "relative_depth": [layer / last for layer in range(num_states)],
         "scores": [None if not np.isfinite(s) else s for s in scores],
         "vectors": "L2-normalised pooled hidden state of each layer (h_0 = embeddings)",
     }
+    if depth is not None:
+        record["search_depth"] = depth
+    return record
 
 
 def _selected_keys(task_type: str, calls: list[tuple[Any, list[TextKey]]]) -> list[TextKey]:

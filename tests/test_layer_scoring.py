@@ -1,0 +1,145 @@
+"""Per-layer scoring does the layer-independent work once and stays exact.
+
+A retrieval search is cut to the main score's cutoff (+ a tie margin) while the layers are scored:
+the per-layer scores must still equal mteb's evaluator at full depth on each layer, also with tied
+(duplicate) documents. mteb's dataloaders are built once per input for all layers, and the rebinding
+is undone afterwards, also after an error.
+"""
+
+from __future__ import annotations
+
+import random
+
+import mteb
+import mteb._create_dataloaders as dataloaders
+import pytest
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer
+
+from mteb_lrd import _compat, with_layer_dynamics
+from mteb_lrd.integration.layer_scoring import (
+    TIE_MARGIN,
+    main_score_cutoff,
+    reused_dataloaders,
+    search_depth,
+)
+from mteb_lrd.integration.local_tasks import make_task
+from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
+from tests.tiny_models import WORDS
+
+RUN = {"co2_tracker": False, "show_progress_bar": False}
+
+
+@pytest.fixture
+def tiny_st(tiny_st_dir):
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    model.model_card_data.base_model = "tiny-org/tiny-st"
+    return model
+
+
+def deep_retrieval_task():
+    """120 documents (every fifth one three times: exact ties), 24 queries with 1-3 relevant each."""
+    draw = random.Random(0)
+    texts = [" ".join(draw.choices(WORDS, k=draw.randint(3, 7))) for _ in range(100)]
+    texts += [texts[i] for i in range(0, 100, 5)]  # duplicates under other ids
+    corpus = [{"id": f"d{i:03d}", "text": t} for i, t in enumerate(texts)]
+    queries = [{"id": f"q{i}", "text": " ".join(draw.choices(WORDS, k=3))} for i in range(24)]
+    qrels = [
+        {"query_id": f"q{i}", "corpus_id": f"d{j:03d}", "score": draw.randint(1, 2)}
+        for i in range(24)
+        for j in draw.sample(range(len(texts)), draw.randint(1, 3))
+    ]
+    data = {"corpus": corpus, "queries": queries, "qrels": qrels}
+    return make_task("Retrieval", "TinyDeepRetrieval", lambda: {"default": {"test": data}})()
+
+
+@pytest.mark.parametrize(
+    ("name", "cutoff"),
+    [("ndcg_at_10", 10), ("recall_at_100", 100), ("map_at_1000", 1000), ("mrr_at_5", 5),
+     ("hit_rate_at_3", 3), ("ndcg", None), ("naucs_at_10_max", None), ("accuracy", None)],
+)  # fmt: skip
+def test_main_score_cutoff(name, cutoff):
+    assert main_score_cutoff(name) == cutoff
+
+
+def test_cut_search_keeps_every_layer_score_exact(tiny_st):
+    wrapped = mteb.evaluate(with_layer_dynamics(tiny_st), [deep_retrieval_task()], cache=None, **RUN)
+    row = wrapped.task_results[0].scores["test"][0]
+    per_layer = row["per_layer"]
+    assert per_layer["search_depth"] == 10 + TIE_MARGIN < 120
+    assert per_layer["scores"][-1] == pytest.approx(row["main_score"], abs=1e-9)
+    for layer, score in enumerate(per_layer["scores"]):
+        full = mteb.evaluate(LayerEncoder(tiny_st, layer), [deep_retrieval_task()], cache=None, **RUN)
+        assert score == pytest.approx(full.task_results[0].scores["test"][0]["main_score"], abs=1e-9), layer
+
+
+def test_search_depth_is_restored_and_left_alone_without_a_cutoff():
+    task = deep_retrieval_task()
+    before = getattr(task, _compat.RETRIEVAL_TOP_K)  # canary: mteb still keeps the depth here
+    assert before == 1000
+    with search_depth(task) as depth:
+        assert depth == getattr(task, _compat.RETRIEVAL_TOP_K) == 10 + TIE_MARGIN
+    assert getattr(task, _compat.RETRIEVAL_TOP_K) == before
+    with pytest.raises(KeyError), search_depth(task):
+        raise KeyError("boom")
+    assert getattr(task, _compat.RETRIEVAL_TOP_K) == before
+    with search_depth(sts_task()) as depth:
+        assert depth is None
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """mteb's ``create_dataloader``, counted, wherever mteb calls it."""
+    original, sites = _compat.dataloader_factory_sites()
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    for module in [dataloaders, *sites]:
+        monkeypatch.setattr(module, "create_dataloader", counting)
+    return calls
+
+
+@pytest.mark.parametrize(("make", "rows"), [(pair_task, 16), (sts_task, 16), (deep_retrieval_task, 120)])
+def test_dataloaders_are_built_once_for_all_layers(make, rows, tiny_st, counted):
+    """Pair and STS inputs, and a retrieval corpus, are built for the ordinary run and once more for
+    the first layer; later layers reuse them. (mteb re-filters retrieval queries on every call, which
+    gives them a new fingerprint: those small loaders are rebuilt, never reused by mistake.)"""
+
+    def built() -> int:
+        return sum(len(dataset) == rows for dataset in counted)
+
+    mteb.evaluate(tiny_st, [make()], cache=None, **RUN)
+    plain = built()
+    assert plain >= 1
+    counted.clear()
+    result = mteb.evaluate(with_layer_dynamics(tiny_st), [make()], cache=None, **RUN)
+    assert len(result.task_results[0].scores["test"][0]["per_layer"]["scores"]) == 5
+    assert built() == 2 * plain
+
+
+def test_the_factory_is_restored_also_after_an_error():
+    original, sites = _compat.dataloader_factory_sites()
+    names = {module.__name__ for module in sites}
+    assert {"mteb.models.search_wrappers", "mteb._evaluators.pair_classification_evaluator"} <= names
+    with pytest.raises(RuntimeError), reused_dataloaders():
+        assert all(module.create_dataloader is not original for module in sites)
+        raise RuntimeError("boom")
+    assert all(module.create_dataloader is original for module in sites)
+
+
+def test_different_inputs_never_share_a_loader():
+    texts = ["a dog runs fast", "the cat sat on the mat"]
+    metadata = sts_task().metadata
+    with reused_dataloaders():
+        from mteb.models import search_wrappers
+
+        first = search_wrappers.create_dataloader(Dataset.from_dict({"text": texts}), task_metadata=metadata)
+        swapped = Dataset.from_dict({"text": texts[::-1]})
+        other = search_wrappers.create_dataloader(swapped, task_metadata=metadata)
+        again = search_wrappers.create_dataloader(swapped, task_metadata=metadata, batch_size=1)
+    assert [t for b in first for t in b["text"]] == texts
+    assert [t for b in other for t in b["text"]] == texts[::-1]
+    assert again is not other and again.batch_size == 1
