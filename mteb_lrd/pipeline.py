@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates
 from mteb_lrd.metrics.frenet import frenet
-from mteb_lrd.metrics.gfmi import gfmi
+from mteb_lrd.metrics.gfmi import gfmi_by_layer
 from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
 from mteb_lrd.metrics.nrs import nrs
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
@@ -21,6 +21,7 @@ __all__ = [
     "Caps",
     "LayerDynamics",
     "MetricParams",
+    "RowSource",
     "degenerate_input_warnings",
     "layer_dynamics",
     "lrd_summary",
@@ -105,15 +106,46 @@ def degenerate_input_warnings(states: np.ndarray) -> list[str]:
     return messages
 
 
+@dataclass(frozen=True)
+class RowSource:
+    """Per-layer vectors read by row: an in-memory array, or a disk-backed store.
+
+    The LRD of a large task reads only the rows each family samples, and GFMI (the largest sample)
+    one hidden state at a time, so its memory is one layer's, not all layers'.
+
+    Attributes:
+        num_states: ``L + 1``.
+        num_rows: ``N``, the rows the indices refer to.
+        all_layers: ``rows -> (L+1, len(rows), d)``.
+        one_layer: ``(layer, rows) -> (len(rows), d)``.
+    """
+
+    num_states: int
+    num_rows: int
+    all_layers: Callable[[np.ndarray], np.ndarray]
+    one_layer: Callable[[int, np.ndarray], np.ndarray]
+
+    @classmethod
+    def of(cls, states: np.ndarray) -> RowSource:
+        """The rows of an ``(L+1, N, d)`` array."""
+        return cls(
+            states.shape[0],
+            states.shape[1],
+            lambda rows: states[:, rows],
+            lambda layer, rows: states[layer, rows],
+        )
+
+
 def _dynamics_on_rows(
-    states: np.ndarray, rows: dict[str, np.ndarray], seed: int, params: MetricParams
+    source: RowSource, rows: dict[str, np.ndarray], seed: int, params: MetricParams
 ) -> LRDResult:
-    for message in degenerate_input_warnings(states):
-        warnings.warn(f"mteb-lrd: degenerate input: {message}", UserWarning, stacklevel=3)
     p = params.clamped(rows["nrs"].size, rows["gfmi"].size)
+    sample = source.all_layers(rows["frenet"])
+    for message in degenerate_input_warnings(sample):
+        warnings.warn(f"mteb-lrd: degenerate input: {message}", UserWarning, stacklevel=3)
     if np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"]):
         return lrd(
-            states[:, rows["frenet"]],
+            sample,
             rank=p.rank,
             var_threshold=p.var_threshold,
             nrs_k=p.nrs_k,
@@ -123,21 +155,28 @@ def _dynamics_on_rows(
             percentiles=p.percentiles,
             backend=p.backend,
         )
-    f = frenet(states[:, rows["frenet"]], rank=p.rank, var_threshold=p.var_threshold)
-    n = nrs(states[:, rows["nrs"]], k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend)
-    g = gfmi(states[:, rows["gfmi"]], k=p.gfmi_k, percentiles=p.percentiles, backend=p.backend)
+    f = frenet(sample, rank=p.rank, var_threshold=p.var_threshold)
+    del sample
+    n = nrs(source.all_layers(rows["nrs"]), k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend)
+    g = gfmi_by_layer(
+        lambda layer: source.one_layer(layer, rows["gfmi"]),
+        source.num_states,
+        k=p.gfmi_k,
+        percentiles=p.percentiles,
+        backend=p.backend,
+    )
     return LRDResult(
         f,
         n,
         g,
-        n_input=int(states.shape[1]),
+        n_input=source.num_rows,
         n_dropped=max(f.n_dropped, n.n_dropped, g.n_dropped),
         params={**asdict(p), "seed": seed},
     )
 
 
 def layer_dynamics(
-    states: np.ndarray,
+    states: np.ndarray | RowSource,
     caps: Caps = DEFAULT_CAPS,
     seed: int = DEFAULT_SEED,
     params: MetricParams = DEFAULT_PARAMS,
@@ -146,12 +185,15 @@ def layer_dynamics(
     """LRD of ``states`` ``(L+1, N, d)`` with each family on its own seeded sub-sample.
 
     When the three sub-samples coincide (``N`` at most every cap) one :func:`~mteb_lrd.lrd` call
-    shares the kNN search; otherwise each family runs on its own rows. Neighbourhood sizes are
-    clamped to ``N - 1`` of each family's sample (recorded in ``result.params``). ``rows``: each
-    family's rows of ``states`` when drawn already (``caps.rows`` of a larger set whose drawn rows
-    alone ``states`` holds); default ``caps.rows(N, seed)``.
+    shares the kNN search; otherwise each family runs on its own rows, GFMI one layer at a time.
+    Neighbourhood sizes are clamped to ``N - 1`` of each family's sample (recorded in
+    ``result.params``). ``states`` may be a :class:`RowSource` (e.g. a disk-backed store): only the
+    sampled rows are read. ``rows``: each family's rows when drawn already (``caps.rows`` of a
+    larger set whose drawn rows alone ``states`` holds); default ``caps.rows(N, seed)``. Degenerate
+    input is looked for in the Frenet sample.
     """
-    return _dynamics_on_rows(states, caps.rows(states.shape[1], seed) if rows is None else rows, seed, params)
+    source = states if isinstance(states, RowSource) else RowSource.of(states)
+    return _dynamics_on_rows(source, caps.rows(source.num_rows, seed) if rows is None else rows, seed, params)
 
 
 def profile_texts(
@@ -180,7 +222,7 @@ def profile_texts(
     union = np.unique(np.concatenate(list(rows.values())))
     extracted = extractor.extract([texts[i] for i in union], prompt=prompt)
     positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
-    result = _dynamics_on_rows(extracted.states, positions, seed, params)
+    result = _dynamics_on_rows(RowSource.of(extracted.states), positions, seed, params)
     info = {
         **extractor.describe(),
         "prompt": prompt,

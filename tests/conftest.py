@@ -54,3 +54,15 @@ def shared_sts() -> Path:
     if not SHARED_STS.is_dir():
         pytest.skip(f"shared STS data not found at {SHARED_STS}")
     return SHARED_STS
+
+
+@pytest.fixture
+def tiny_st(tiny_st_dir):
+    """The tiny SentenceTransformer, named as sentence-transformers names a model loaded by Hub id, so
+    plain mteb and the wrapper store it under one name (plain mteb files an unnamed local folder under
+    no_model_name/available). Tests that want the unnamed model define their own."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
+    model.model_card_data.base_model = "tiny-org/tiny-st"
+    return model

@@ -22,15 +22,6 @@ from tests.mteb_helpers import classification_task, pair_task, retrieval_task, s
 RUN = {"co2_tracker": False, "show_progress_bar": False}
 
 
-@pytest.fixture
-def tiny_st(tiny_st_dir):
-    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
-    # named as sentence-transformers names a model loaded by Hub id, so plain mteb and the wrapper store
-    # it under one name (plain mteb files an unnamed local folder under no_model_name/available)
-    model.model_card_data.base_model = "tiny-org/tiny-st"
-    return model
-
-
 def _count_forwards(model):
     counter = {"n": 0}
 

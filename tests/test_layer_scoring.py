@@ -14,7 +14,6 @@ import mteb
 import mteb._create_dataloaders as dataloaders
 import pytest
 from datasets import Dataset
-from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import _compat, with_layer_dynamics
 from mteb_lrd.integration.layer_scoring import (
@@ -28,13 +27,6 @@ from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
 from tests.tiny_models import WORDS
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
-
-
-@pytest.fixture
-def tiny_st(tiny_st_dir):
-    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
-    model.model_card_data.base_model = "tiny-org/tiny-st"
-    return model
 
 
 def deep_retrieval_task():

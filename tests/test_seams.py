@@ -18,7 +18,6 @@ import mteb
 import pytest
 from mteb.abstasks.abstask import AbsTask
 from mteb.abstasks.task_metadata import TaskMetadata
-from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import _compat, with_layer_dynamics
 from mteb_lrd.integration import seams
@@ -26,15 +25,6 @@ from tests.mteb_helpers import LayerEncoder, classification_task, sts_task
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-
-
-@pytest.fixture
-def tiny_st(tiny_st_dir):
-    model = SentenceTransformer(str(tiny_st_dir), device="cpu")
-    # named as sentence-transformers names a model loaded by Hub id, so plain mteb and the wrapper store
-    # it under one name (plain mteb files an unnamed local folder under no_model_name/available)
-    model.model_card_data.base_model = "tiny-org/tiny-st"
-    return model
 
 
 def _mock(name: str) -> AbsTask:

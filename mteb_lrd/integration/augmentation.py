@@ -29,6 +29,7 @@ from mteb_lrd.integration.options import (
     texts_rule,
 )
 from mteb_lrd.io import to_jsonable
+from mteb_lrd.pipeline import RowSource
 from mteb_lrd.pipeline import layer_dynamics as compute_layer_dynamics
 
 if TYPE_CHECKING:
@@ -48,8 +49,9 @@ def layer_dynamics(
 ) -> dict[str, Any]:
     """The ``layer_dynamics`` entry for one task subset.
 
-    Only the rows each metric family samples are read from the store (layer by layer); the
-    numbers equal those of the metrics on every usable text with the same caps and seed.
+    Only the rows each metric family samples are read from the store, GFMI's one layer at a time
+    (:class:`~mteb_lrd.pipeline.RowSource`), so the working set is bounded by the caps and one layer;
+    the numbers equal those of the metrics on every usable text with the same caps and seed.
 
     Args:
         store: the per-layer vectors the wrapper kept.
@@ -70,10 +72,18 @@ def layer_dynamics(
         return to_jsonable(record)
     caps = options.caps
     index = caps.rows(n, options.seed)
-    drawn = np.unique(np.concatenate(list(index.values())))
-    states = store.gather([keys[i] for i in usable[drawn]])
-    local = {metric: np.searchsorted(drawn, idx) for metric, idx in index.items()}
-    result = compute_layer_dynamics(states, caps, options.seed, options.params, rows=local).to_dict()
+    usable_keys = [keys[int(i)] for i in usable]
+
+    def keys_of(rows: np.ndarray) -> list[TextKey]:
+        return [usable_keys[i] for i in rows]
+
+    source = RowSource(
+        store.num_states,
+        n,
+        lambda rows: store.gather(keys_of(rows)),
+        lambda layer, rows: store.layer(layer, keys_of(rows)),
+    )
+    result = compute_layer_dynamics(source, caps, options.seed, options.params, rows=index).to_dict()
     result.pop("n_dropped")
     result["n_input"] = n
     record.update(result)
@@ -140,7 +150,7 @@ def per_layer_scores(
             scores.append(float(layer_scores["main_score"]))
     _set_random_states(task, rng_after)
     last = num_states - 1
-    record = {
+    record: dict[str, Any] = {
         "main_score": task.metadata.main_score,
         "layers": list(range(num_states)),
         "relative_depth": [layer / last for layer in range(num_states)],

@@ -4,6 +4,7 @@ at a range of distance percentiles, agrees with the final layer's. Spec: lrd.md 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,12 +12,13 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.states import normalise_rows, prepare_states, require_rows, row_scale
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
 
 __all__ = [
     "GFMIResult",
     "gfmi",
+    "gfmi_by_layer",
     "DEFAULT_PERCENTILES",
     "filtration_components",
     "linear_percentiles",
@@ -198,16 +200,59 @@ def gfmi(states: object, k: int = 30, percentiles: object = None, backend: str =
     Raises:
         ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
     """
+    p = _validate_parameters(k, percentiles, backend)
+    prepared = prepare_states(states, min_rows=k + 1, what=f"gfmi with k={k}")
+    components = np.stack([_layer_components(layer, k, p, backend) for layer in prepared.x])
+    return build_gfmi_result(components, p, k, prepared.x.shape[1], prepared.n_dropped)
+
+
+def gfmi_by_layer(
+    read_layer: Callable[[int], np.ndarray],
+    num_states: int,
+    k: int = 30,
+    percentiles: object = None,
+    backend: str = "auto",
+) -> GFMIResult:
+    """:func:`gfmi` reading one hidden state at a time: the memory of one layer, not of all.
+
+    Equal to ``gfmi(np.stack([read_layer(l) for l in range(num_states)]), ...)`` (same rows dropped,
+    same normalisation, same numbers); each layer is read twice (validity, then the graph).
+
+    Args:
+        read_layer: ``l -> (N, d)`` vectors of hidden state ``l`` (the same N texts for every ``l``).
+        num_states: ``L + 1``.
+
+    Raises:
+        ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
+    """
+    p = _validate_parameters(k, percentiles, backend)
+    if num_states < 2:
+        raise ValueError(f"gfmi needs at least 2 hidden states (h_0 and h_L); got {num_states}")
+    valid = np.asarray(row_scale(read_layer(0)) > 0)
+    for layer in range(1, num_states):
+        valid &= row_scale(read_layer(layer)) > 0
+    kept = np.flatnonzero(valid)
+    require_rows(kept.size, valid.size, k + 1, f"gfmi with k={k}")
+    components = np.stack(
+        [
+            _layer_components(normalise_rows(read_layer(layer)[kept]), k, p, backend)
+            for layer in range(num_states)
+        ]
+    )
+    return build_gfmi_result(components, p, k, kept.size, int(valid.size - kept.size))
+
+
+def _validate_parameters(k: int, percentiles: object, backend: str) -> np.ndarray:
     if int(k) != k or k < 1:
         raise ValueError(f"k must be a positive integer; got {k!r}")
     p = _validate_percentiles(percentiles)
     resolve_backend(backend)
-    prepared = prepare_states(states, min_rows=k + 1, what=f"gfmi with k={k}")
-    components = []
-    for layer in prepared.x:
-        sims, idx = knn(layer, k, backend=backend)
-        components.append(filtration_components(1.0 - sims.astype(np.float64), idx, p))
-    return build_gfmi_result(np.stack(components), p, k, prepared.x.shape[1], prepared.n_dropped)
+    return p
+
+
+def _layer_components(layer: np.ndarray, k: int, p: np.ndarray, backend: str) -> np.ndarray:
+    sims, idx = knn(layer, k, backend=backend)
+    return filtration_components(1.0 - sims.astype(np.float64), idx, p)
 
 
 def build_gfmi_result(

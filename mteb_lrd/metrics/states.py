@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PreparedStates", "prepare_states", "subsample"]
+__all__ = ["PreparedStates", "normalise_rows", "prepare_states", "require_rows", "row_scale", "subsample"]
 
 
 @dataclass(frozen=True)
@@ -73,29 +73,48 @@ def prepare_states(states: object, *, min_rows: int = 2, what: str = "this metri
         raise ValueError(f"{what} needs at least 2 hidden states (h_0 and h_L); got {n_layers}")
     if dim < 1:
         raise ValueError("states have d = 0 dimensions")
-    # One layer at a time: bounded extra memory, and each row is divided by its largest magnitude
-    # before squaring, so finite rows far outside the fp32 range (or subnormal) normalise exactly.
-    work = np.float64 if arr.dtype.itemsize > 4 and np.issubdtype(arr.dtype, np.floating) else np.float32
-    scale = np.empty((n_layers, n_rows), dtype=work)
-    finite = np.ones(n_rows, dtype=bool)
+    # One layer at a time: bounded extra memory.
+    valid = np.ones(n_rows, dtype=bool)
     for layer in range(n_layers):
-        rows = arr[layer].astype(work, copy=False)
-        with np.errstate(invalid="ignore"):
-            finite &= np.isfinite(rows).all(axis=1)
-            scale[layer] = np.abs(rows).max(axis=1)
-    valid = finite & (scale > 0).all(axis=0)
+        valid &= row_scale(arr[layer]) > 0
     kept = np.flatnonzero(valid)
-    if kept.size < min_rows:
-        raise ValueError(
-            f"{what} needs at least {min_rows} valid rows (texts); got {kept.size} of {n_rows} "
-            f"({n_rows - kept.size} dropped for NaN, Inf or zero vectors)"
-        )
+    require_rows(kept.size, n_rows, min_rows, what)
     x = np.empty((n_layers, kept.size, dim), dtype=np.float32)
     for layer in range(n_layers):
-        rows = arr[layer, kept].astype(work) / scale[layer, kept, None]
-        rows /= np.sqrt(np.einsum("nd,nd->n", rows, rows))[:, None]
-        x[layer] = rows
+        x[layer] = normalise_rows(arr[layer, kept])
     return PreparedStates(x=x, kept=kept, n_dropped=int(n_rows - kept.size))
+
+
+def _work_dtype(rows: np.ndarray) -> type:
+    return np.float64 if rows.dtype.itemsize > 4 and np.issubdtype(rows.dtype, np.floating) else np.float32
+
+
+def row_scale(rows: np.ndarray) -> np.ndarray:
+    """Largest magnitude of each row of ``(n, d)`` ``rows``; 0 for a zero row, NaN for a row with
+    NaN or Inf — so ``row_scale(rows) > 0`` marks the rows the metrics can use."""
+    rows = rows.astype(_work_dtype(rows), copy=False)
+    with np.errstate(invalid="ignore"):
+        scale = np.abs(rows).max(axis=1)
+        scale[~np.isfinite(rows).all(axis=1)] = np.nan
+    return scale
+
+
+def normalise_rows(rows: np.ndarray) -> np.ndarray:
+    """``(n, d)`` finite non-zero rows, L2-normalised, float32. Each row is divided by its largest
+    magnitude before squaring, so rows far outside the fp32 range (or subnormal) normalise exactly."""
+    work = _work_dtype(rows)
+    scaled = rows.astype(work) / np.abs(rows.astype(work, copy=False)).max(axis=1)[:, None]
+    scaled /= np.sqrt(np.einsum("nd,nd->n", scaled, scaled))[:, None]
+    return scaled.astype(np.float32, copy=False)
+
+
+def require_rows(n_valid: int, n_rows: int, min_rows: int, what: str) -> None:
+    """Raise ``ValueError`` when fewer than ``min_rows`` of ``n_rows`` rows are valid."""
+    if n_valid < min_rows:
+        raise ValueError(
+            f"{what} needs at least {min_rows} valid rows (texts); got {n_valid} of {n_rows} "
+            f"({n_rows - n_valid} dropped for NaN, Inf or zero vectors)"
+        )
 
 
 def subsample(n: int, cap: int | None, seed: int = 42) -> np.ndarray:

@@ -12,7 +12,7 @@ from sklearn.metrics import mutual_info_score
 
 from mteb_lrd import gfmi
 from mteb_lrd.metrics import mutual_information
-from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES, linear_percentiles
+from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES, gfmi_by_layer, linear_percentiles
 from tests.metrics.reference import (
     assert_summary_equal,
     normalise,
@@ -131,3 +131,31 @@ def test_linear_percentiles_equal_numpy_bit_for_bit(values, percentiles):
     x = np.asarray(values, dtype=np.float64)
     p = np.sort(np.asarray(percentiles))
     assert np.array_equal(linear_percentiles(x, p), np.percentile(x, p))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "faiss-cpu"])
+def test_gfmi_by_layer_equals_gfmi_and_reads_one_layer_at_a_time(states, backend):
+    x = states.astype(np.float32).copy()
+    x[2, 5] = np.nan  # a row bad at one layer is dropped from every layer
+    x[-1, 9] = 0.0
+    reads = []
+
+    def read(layer):
+        reads.append(layer)
+        return x[layer]
+
+    ours, whole = gfmi_by_layer(read, x.shape[0], k=10, backend=backend), gfmi(x, k=10, backend=backend)
+    assert sorted(reads) == sorted(2 * list(range(x.shape[0])))  # a validity pass, then the graphs
+    np.testing.assert_array_equal(ours.mi, whole.mi)
+    np.testing.assert_array_equal(ours.auc, whole.auc)
+    assert (ours.n_used, ours.n_dropped) == (whole.n_used, whole.n_dropped) == (x.shape[1] - 2, 2)
+    assert ours.summary() == whole.summary()
+
+
+def test_gfmi_by_layer_rejects_what_gfmi_rejects(states):
+    with pytest.raises(ValueError, match="at least 2 hidden states"):
+        gfmi_by_layer(lambda layer: states[0], 1)
+    with pytest.raises(ValueError, match="needs at least 31 valid rows"):
+        gfmi_by_layer(lambda layer: states[layer, :20], states.shape[0], k=30)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        gfmi_by_layer(lambda layer: states[layer], states.shape[0], k=0)
