@@ -28,6 +28,7 @@ from mteb_lrd.integration.options import (
     LayerDynamicsOptions,
     texts_rule,
 )
+from mteb_lrd.integration.store import release_freed_memory
 from mteb_lrd.io import to_jsonable
 from mteb_lrd.pipeline import RowSource
 from mteb_lrd.pipeline import layer_dynamics as compute_layer_dynamics
@@ -195,6 +196,7 @@ def augment_scores(
     try:
         if not keys:
             raise RuntimeError("the task encoded no texts through the wrapper")
+        release_freed_memory()  # what the extraction freed, before the LRD and per-layer stages
         if options.layer_dynamics:
             info = {
                 "texts": texts_rule(meta.type),
@@ -203,6 +205,7 @@ def augment_scores(
                 "store": store_info,
             }
             scores["layer_dynamics"] = layer_dynamics(wrapper.store, keys, options, info)
+            release_freed_memory()
         if options.per_layer:
             scores["per_layer"] = per_layer_scores(
                 task, wrapper, evaluate_subset, data_split, kwargs, rng_before

@@ -11,9 +11,13 @@ reading every layer of a spilled store does not grow the RSS.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import math
 import mmap
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["STORE_DTYPES", "TextKey", "VectorStore", "check_store_options"]
+__all__ = ["STORE_DTYPES", "TextKey", "VectorStore", "check_store_options", "release_freed_memory"]
 
 TextKey = tuple[str, str]
 """``(prompt, text)``: the same text under two prompts is two different inputs."""
@@ -265,3 +269,26 @@ class VectorStore:
             self._file = None
         self.bytes_in_memory = self.bytes_on_disk = 0
         self.spilled = False
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # musl and other C libraries without it
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by this process back to the OS (glibc ``malloc_trim``; no-op elsewhere).
+
+    glibc keeps the arrays a task's extraction freed in its heap, so the next stage (LRD, per-layer
+    scoring) would start from a resident set ~100 MB above what is live (measured on MiniLM with
+    SICK-R's 9,927 pairs: 891 → 768 MB); the freed pages stay ours otherwise. Dask's workers do the
+    same for the same reason.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
