@@ -280,3 +280,42 @@ def test_pruned_variant_unit_writes_an_experiment_of_the_base_model(models, task
     rows = json.loads(Path(pruned.path).read_text())["scores"]["test"]
     assert len(rows[0]["per_layer"]["scores"]) == 4  # h_0 .. h_3 after removing 1 of 4 blocks
     assert is_finished(Unit(models[0], task_specs[0], (1,)), config)
+
+
+def test_a_retried_unit_resumes_from_its_saved_shards(models, task_specs, tmp_path, monkeypatch):
+    """A unit killed mid-task leaves its finished extraction shards; the retry runs forward passes
+    only for the missing ones, gives the uninterrupted unit's results, and then removes its cache."""
+    import mteb_lrd.cli.resolve as resolve
+    from mteb_lrd.integration.distributed import unit_cache_dir
+
+    load = resolve.load_for_mteb
+    passes = {"n": 0, "fail_at": 3}
+
+    def counted(*args, **kwargs):
+        name, model, tokenizer = load(*args, **kwargs)
+
+        def hook(*_):
+            passes["n"] += 1
+            if passes["n"] == passes["fail_at"]:
+                raise RuntimeError("worker died mid-unit")
+
+        model[0].auto_model.embeddings.register_forward_hook(hook)
+        return name, model, tokenizer
+
+    monkeypatch.setattr(resolve, "load_for_mteb", counted)
+    unit = Unit(models[0], task_specs[0])
+    # batches of 4 in shards of 4: every forward pass is a shard, saved as soon as it is computed
+    config = UnitConfig(str(tmp_path / "results"), {**OPTIONS, "shard_size": 4})
+    passes.update(n=0, fail_at=None)
+    run_unit(unit, UnitConfig(str(tmp_path / "fresh"), {**OPTIONS, "shard_size": 4}))
+    uninterrupted = passes["n"]
+    assert uninterrupted > 3
+    passes.update(n=0, fail_at=3)
+    with pytest.raises(RuntimeError, match="worker died"):
+        run_unit(unit, config)
+    assert any(unit_cache_dir(unit, config).rglob("*"))  # the 2 finished shards are saved
+    passes.update(n=0, fail_at=None)
+    resumed = run_unit(unit, config)
+    assert resumed.status == "done" and passes["n"] == uninterrupted - 2
+    assert not unit_cache_dir(unit, config).exists()
+    _assert_same(_task_files(tmp_path / "results"), _task_files(tmp_path / "fresh"))

@@ -8,7 +8,9 @@ results folder's mteb layout (:class:`~mteb_lrd.integration.atomic_cache.AtomicR
 atomic, lock-serialised with the unit's model siblings), then a small ledger entry
 ``<results>/mteb-lrd-units/<key>.json`` naming the file. A re-run skips a unit whose ledger entry
 names a result file that is readable and has the layer keys in every row; a unit whose worker dies
-is retried by Ray (``max_retries``); a unit that raises is reported and the others go on.
+is retried by Ray (``max_retries``) and resumes from the extraction shards its first attempt saved
+(:func:`unit_cache_dir`, removed once the unit's result is written); a unit that raises is reported
+and the others go on.
 
 The model folders and local task folders must be readable at the same path on every node, and the
 results folder must be shared by all nodes (e.g. NFS), as for any multi-node mteb run.
@@ -17,6 +19,7 @@ results folder must be shared by all nodes (e.g. NFS), as for any multi-node mte
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -28,11 +31,15 @@ from typing import Any
 from mteb_lrd.integration.options import LAYER_KEYS
 from mteb_lrd.io import atomic_write_json, content_key, read_json
 
-__all__ = ["LEDGER_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished", "ray_init_kwargs",
-           "run_unit", "run_units", "units_for"]  # fmt: skip
+__all__ = ["LEDGER_FOLDER", "UNIT_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
+           "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
 
 LEDGER_FOLDER = "mteb-lrd-units"
 """Folder of ledger entries in the results folder (beside mteb's ``results/``; mteb never reads it)."""
+
+UNIT_CACHE_FOLDER = "mteb-lrd-cache"
+"""``<results>/mteb-lrd-cache/units/<key>``: a unit's extraction shards, kept until the unit finishes
+so that a retried unit (its worker died) runs forward passes only for the missing shards."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,11 @@ def is_finished(unit: Unit, config: UnitConfig) -> bool:
     return bool(rows) and all(key in row for row in rows for key in config.wanted_keys)
 
 
+def unit_cache_dir(unit: Unit, config: UnitConfig) -> Path:
+    """Where ``unit`` keeps its extraction shards while it runs (see :data:`UNIT_CACHE_FOLDER`)."""
+    return Path(config.results) / UNIT_CACHE_FOLDER / "units" / unit.key
+
+
 def _tasks(spec: str) -> list[Any]:
     from mteb_lrd.cli.resolve import resolve_tasks
 
@@ -151,7 +163,11 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
         from mteb_lrd.pruning.pruned import prune
 
         model = prune(model, list(unit.blocks), name=name, tokenizer=tokenizer)
-    wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, **config.options)
+    options = dict(config.options)
+    temporary = options.get("cache_dir") is None  # a cache_dir the user gave is theirs to keep
+    if temporary:
+        options["cache_dir"] = str(unit_cache_dir(unit, config))
+    wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, **options)
     cache = AtomicResultCache(config.results)
     result = mteb.evaluate(
         wrapped,
@@ -171,6 +187,8 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     rows = [row for split_rows in task_result.scores.values() for row in split_rows]
     main = sum(row["main_score"] for row in rows) / len(rows) if rows else None
     atomic_write_json(_ledger(config, unit), {"unit": asdict(unit), "path": str(path), "main_score": main})
+    if temporary:  # the result is written: the vectors are no longer needed to resume
+        shutil.rmtree(options["cache_dir"], ignore_errors=True)
     return UnitOutcome(unit, "done", str(path), main, time.perf_counter() - start)
 
 
