@@ -228,18 +228,17 @@ def gfmi_by_layer(
     p = _validate_parameters(k, percentiles, backend)
     if num_states < 2:
         raise ValueError(f"gfmi needs at least 2 hidden states (h_0 and h_L); got {num_states}")
-    valid = np.asarray(row_scale(read_layer(0)) > 0)
-    for layer in range(1, num_states):
-        valid &= row_scale(read_layer(layer)) > 0
-    kept = np.flatnonzero(valid)
-    require_rows(kept.size, valid.size, k + 1, f"gfmi with k={k}")
+    scale = np.stack([row_scale(read_layer(layer)) for layer in range(num_states)])
+    kept = np.flatnonzero((scale > 0).all(axis=0))
+    n_rows = scale.shape[1]
+    require_rows(kept.size, n_rows, k + 1, f"gfmi with k={k}")
     components = np.stack(
         [
-            _layer_components(normalise_rows(read_layer(layer)[kept]), k, p, backend)
+            _layer_components(normalise_rows(read_layer(layer)[kept], scale[layer, kept]), k, p, backend)
             for layer in range(num_states)
         ]
     )
-    return build_gfmi_result(components, p, k, kept.size, int(valid.size - kept.size))
+    return build_gfmi_result(components, p, k, kept.size, n_rows - kept.size)
 
 
 def _validate_parameters(k: int, percentiles: object, backend: str) -> np.ndarray:

@@ -74,14 +74,12 @@ def prepare_states(states: object, *, min_rows: int = 2, what: str = "this metri
     if dim < 1:
         raise ValueError("states have d = 0 dimensions")
     # One layer at a time: bounded extra memory.
-    valid = np.ones(n_rows, dtype=bool)
-    for layer in range(n_layers):
-        valid &= row_scale(arr[layer]) > 0
-    kept = np.flatnonzero(valid)
+    scale = np.stack([row_scale(arr[layer]) for layer in range(n_layers)])
+    kept = np.flatnonzero((scale > 0).all(axis=0))
     require_rows(kept.size, n_rows, min_rows, what)
     x = np.empty((n_layers, kept.size, dim), dtype=np.float32)
     for layer in range(n_layers):
-        x[layer] = normalise_rows(arr[layer, kept])
+        x[layer] = normalise_rows(arr[layer, kept], scale[layer, kept])
     return PreparedStates(x=x, kept=kept, n_dropped=int(n_rows - kept.size))
 
 
@@ -99,11 +97,14 @@ def row_scale(rows: np.ndarray) -> np.ndarray:
     return scale
 
 
-def normalise_rows(rows: np.ndarray) -> np.ndarray:
+def normalise_rows(rows: np.ndarray, scale: np.ndarray | None = None) -> np.ndarray:
     """``(n, d)`` finite non-zero rows, L2-normalised, float32. Each row is divided by its largest
-    magnitude before squaring, so rows far outside the fp32 range (or subnormal) normalise exactly."""
+    magnitude before squaring, so rows far outside the fp32 range (or subnormal) normalise exactly.
+    ``scale``: :func:`row_scale` of ``rows`` when the caller has it already."""
     work = _work_dtype(rows)
-    scaled = rows.astype(work) / np.abs(rows.astype(work, copy=False)).max(axis=1)[:, None]
+    if scale is None:
+        scale = row_scale(rows)
+    scaled = rows.astype(work) / scale[:, None]
     scaled /= np.sqrt(np.einsum("nd,nd->n", scaled, scaled))[:, None]
     return scaled.astype(np.float32, copy=False)
 
