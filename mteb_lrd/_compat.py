@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
     "CACHE_CHECK",
     "MAIN_SCORE_METHOD",
+    "RETRIEVAL_TOP_K",
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
-    "RETRIEVAL_TOP_K",
     "cache_check_owner",
     "check",
     "dataloader_factory_sites",
@@ -139,8 +140,6 @@ def dataloader_factory_sites() -> tuple[Callable[..., Any], list[Any]]:
         ``(create_dataloader, modules)``: rebinding ``module.create_dataloader`` in each module
         changes what its evaluators call.
     """
-    import sys
-
     factory = _attribute(_DATALOADERS, "create_dataloader")
     sites = [
         module

@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
 from mteb_lrd.cli.options import add_list_option, path_arg
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
+from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 
 __all__ = ["add_lrd_options", "lrd_options", "register", "run"]
@@ -86,7 +87,7 @@ def extraction_cache(spec: str, args: argparse.Namespace) -> tuple[Path, bool]:
     if args.cache_dir is not None:
         return Path(args.cache_dir), False
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.strip("/"))[-100:] or "model"
-    return Path(args.results) / "mteb-lrd-cache" / safe, True
+    return Path(args.results) / EXTRACTION_CACHE_FOLDER / safe, True
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -31,15 +31,16 @@ from typing import Any
 from mteb_lrd.integration.options import LAYER_KEYS
 from mteb_lrd.io import atomic_write_json, content_key, read_json
 
-__all__ = ["LEDGER_FOLDER", "UNIT_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
+__all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
 
 LEDGER_FOLDER = "mteb-lrd-units"
 """Folder of ledger entries in the results folder (beside mteb's ``results/``; mteb never reads it)."""
 
-UNIT_CACHE_FOLDER = "mteb-lrd-cache"
-"""``<results>/mteb-lrd-cache/units/<key>``: a unit's extraction shards, kept until the unit finishes
-so that a retried unit (its worker died) runs forward passes only for the missing shards."""
+EXTRACTION_CACHE_FOLDER = "mteb-lrd-cache"
+"""Folder of temporary extraction caches in the results folder: ``mteb-lrd run`` keeps a model's
+shards in ``<model>/`` until the model's tasks are done, a Ray unit in ``units/<key>/`` until its
+result is written (so a retried unit runs forward passes only for the missing shards)."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,8 @@ def is_finished(unit: Unit, config: UnitConfig) -> bool:
 
 
 def unit_cache_dir(unit: Unit, config: UnitConfig) -> Path:
-    """Where ``unit`` keeps its extraction shards while it runs (see :data:`UNIT_CACHE_FOLDER`)."""
-    return Path(config.results) / UNIT_CACHE_FOLDER / "units" / unit.key
+    """Where ``unit`` keeps its extraction shards while it runs (see :data:`EXTRACTION_CACHE_FOLDER`)."""
+    return Path(config.results) / EXTRACTION_CACHE_FOLDER / "units" / unit.key
 
 
 def _tasks(spec: str) -> list[Any]:
