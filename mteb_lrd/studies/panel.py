@@ -15,6 +15,7 @@ without one is rebuilt from scratch in a temporary sibling and moved into place 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import importlib.metadata as metadata
 import os
 import shutil
@@ -343,7 +344,12 @@ def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    importlib.import_module("gguf")  # transformers needs it to read GGUF; fail with a clear message
+    for module in ("gguf", "accelerate"):  # transformers needs both to read GGUF
+        if importlib.util.find_spec(module) is None:
+            raise PanelError(
+                f"converting {gguf_path.name} needs the '{module}' package: "
+                'pip install -e ".[panel]" (or pip install gguf accelerate)'
+            )
     say(f"  loading and dequantising {gguf_path.name} (about a minute)")
     folder, filename = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename)

@@ -69,3 +69,20 @@ def test_missing_package_without_install_raises(tmp_path, monkeypatch):
 def test_distribution_file_errors():
     with pytest.raises(PanelError, match="expected one file"):
         distribution_file("pytest", "no-such-file.bin")
+
+
+@pytest.mark.parametrize("module", ["gguf", "accelerate"])
+def test_gguf_conversion_names_the_missing_package(tmp_path, monkeypatch, module):
+    import importlib.util
+
+    from mteb_lrd.studies import panel
+
+    real_find_spec = importlib.util.find_spec
+    def find_spec(name, *args):  # the other package counts as installed, whatever this machine has
+        if name in ("gguf", "accelerate"):
+            return None if name == module else object()
+        return real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    with pytest.raises(PanelError, match=rf"needs the '{module}' package: pip install -e \"\.\[panel\]\""):
+        panel._convert_gguf(tmp_path / "model.gguf", tmp_path, lambda _msg: None)
