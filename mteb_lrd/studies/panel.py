@@ -15,8 +15,8 @@ without one is rebuilt from scratch in a temporary sibling and moved into place 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import importlib.metadata as metadata
+import importlib.util
 import os
 import shutil
 import subprocess
