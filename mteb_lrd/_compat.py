@@ -24,6 +24,9 @@ create_dataloader``                    at its use sites while the layers of one 
                                        so each dataloader is built once, not once per layer.
 ``AbsTaskRetrieval._top_k``            how deep a retrieval search goes: lowered while the layers
                                        are scored to what the main score's cutoff needs.
+``mteb._evaluators.retrieval_metrics.  the abstention (nAUC) metrics of a retrieval subset:
+evaluate_abstention``                  skipped while the layers are scored unless the main score
+                                       is one of them. Missing: the speed-up is off, nothing breaks.
 ``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
                                        embeddings — are ``encode``'s to the bit.
 ``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
@@ -43,11 +46,13 @@ from typing import Any
 __all__ = [
     "CACHE_CHECK",
     "MAIN_SCORE_METHOD",
+    "ABSTENTION",
     "RETRIEVAL_TOP_K",
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
     "cache_check_owner",
+    "abstention_owner",
     "check",
     "dataloader_factory_sites",
     "drop_loaded_model_card",
@@ -72,6 +77,11 @@ RETRIEVAL_TOP_K = "_top_k"
 """Attribute of retrieval tasks: the search depth (``max(k_values)``) passed to mteb's searcher."""
 
 _DATALOADERS = "mteb._create_dataloaders"
+
+ABSTENTION = "evaluate_abstention"
+"""Function of :data:`_RETRIEVAL_METRICS` that mteb's retrieval scoring calls by name for the nAUCs."""
+
+_RETRIEVAL_METRICS = "mteb._evaluators.retrieval_metrics"
 
 
 class SeamError(RuntimeError):
@@ -147,6 +157,15 @@ def dataloader_factory_sites() -> tuple[Callable[..., Any], list[Any]]:
         if name.startswith("mteb.") and getattr(module, "create_dataloader", None) is factory
     ]
     return factory, sites
+
+
+def abstention_owner() -> Any | None:
+    """The module whose :data:`ABSTENTION` retrieval scoring calls, ``None`` when this mteb has none."""
+    try:
+        module = importlib.import_module(_RETRIEVAL_METRICS)
+    except ImportError:
+        return None
+    return module if callable(getattr(module, ABSTENTION, None)) else None
 
 
 def input_length(model: Any) -> Callable[[str], int] | None:

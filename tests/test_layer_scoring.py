@@ -19,6 +19,7 @@ from mteb_lrd import _compat, with_layer_dynamics
 from mteb_lrd.integration.layer_scoring import (
     TIE_MARGIN,
     main_score_cutoff,
+    main_score_only,
     reused_dataloaders,
     search_depth,
 )
@@ -135,3 +136,49 @@ def test_different_inputs_never_share_a_loader():
     assert [t for b in first for t in b["text"]] == texts
     assert [t for b in other for t in b["text"]] == texts[::-1]
     assert again is not other and again.batch_size == 1
+
+
+def test_abstention_is_computed_for_the_ordinary_run_only(tiny_st, monkeypatch):
+    """The nAUC keys of the ordinary scores stay; the layers do not compute them again."""
+    from mteb._evaluators import retrieval_metrics
+
+    original, calls = retrieval_metrics.evaluate_abstention, []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval_metrics, "evaluate_abstention", counting)
+    plain = mteb.evaluate(tiny_st, [deep_retrieval_task()], cache=None, **RUN).task_results[0]
+    per_run = len(calls)
+    assert per_run >= 1
+    wrapped = mteb.evaluate(with_layer_dynamics(tiny_st), [deep_retrieval_task()], cache=None, **RUN)
+    assert len(calls) == 2 * per_run  # the ordinary run's, none for the 5 layers
+    row, plain_row = wrapped.task_results[0].scores["test"][0], plain.scores["test"][0]
+    naucs = {key for key in plain_row if key.startswith("nauc_")}
+    assert naucs
+    assert [row[key] for key in sorted(naucs)] == pytest.approx(
+        [plain_row[key] for key in sorted(naucs)], nan_ok=True
+    )
+    assert retrieval_metrics.evaluate_abstention is counting  # restored
+
+
+def test_main_score_only_is_scoped_and_keeps_an_nauc_main_score():
+    from mteb._evaluators import retrieval_metrics
+
+    qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    results = {"q1": {"d1": 0.9, "d2": 0.5, "d3": 0.1}, "q2": {"d1": 0.8, "d2": 0.7, "d3": 0.2}}
+    full = retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 3])
+    assert full.naucs
+    task = deep_retrieval_task()
+    with main_score_only(task) as skipped:  # canary: mteb still looks the function up by name
+        assert skipped
+        cut = retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 3])
+    assert cut.naucs == {} and cut.naucs_mrr == {} and cut.ndcg == full.ndcg
+    with pytest.raises(KeyError), main_score_only(task):
+        raise KeyError("boom")
+    assert retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 3]).naucs == full.naucs
+    task.metadata = task.metadata.model_copy(update={"main_score": "nauc_ndcg_at_10_max"})
+    with main_score_only(task) as skipped:
+        assert not skipped
+        assert retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 3]).naucs == full.naucs

@@ -21,7 +21,7 @@ from mteb.abstasks.abstask import AbsTask
 from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
-from mteb_lrd.integration.layer_scoring import reused_dataloaders, search_depth
+from mteb_lrd.integration.layer_scoring import main_score_only, reused_dataloaders, search_depth
 from mteb_lrd.integration.options import (
     DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,
@@ -120,8 +120,9 @@ def per_layer_scores(
     layer is scored with the same random draws as the ordinary run, so the last layer's score equals
     the main score also for tasks that sample (clustering); the generators are left as the ordinary
     run left them, so later subsets draw exactly as in a plain run. A tqdm bar counts the layers when
-    the encode kwargs ask for progress bars. Work that does not depend on the layer (dataloaders,
-    search depth beyond the main score's cutoff) is not repeated: see
+    the encode kwargs ask for progress bars. Work that does not depend on the layer (dataloaders),
+    search depth beyond the main score's cutoff and metrics the main score does not use (retrieval
+    abstention) are not repeated: see
     :mod:`mteb_lrd.integration.layer_scoring`.
 
     Returns:
@@ -141,7 +142,7 @@ def per_layer_scores(
     )
     scores = []
     rng_after = random_states(task) if rng_before is not None else {}
-    with reused_dataloaders(), search_depth(task) as depth:
+    with reused_dataloaders(), search_depth(task) as depth, main_score_only(task):
         for layer in bar:
             if rng_before is not None:
                 _set_random_states(task, rng_before)

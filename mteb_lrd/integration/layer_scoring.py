@@ -10,8 +10,11 @@ that does not depend on the layer is done once.
   the main score has a cutoff (``ndcg_at_10``) the layers are searched only as deep as that score
   can see, plus :data:`TIE_MARGIN` so that ties at the cutoff and the ids mteb drops
   (``ignore_identical_ids``, ``skip_first_result``) never change the main score.
+* :func:`main_score_only`: mteb's retrieval scoring also computes abstention curves (nAUC, one
+  per metric, cutoff and confidence function: Python loops over every query), which
+  ``per_layer`` never records; they are skipped for the layers unless the main score is one.
 
-Both are scoped context managers: outside the per-layer loop mteb runs untouched.
+All three are scoped context managers: outside the per-layer loop mteb runs untouched.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from mteb.abstasks.abstask import AbsTask
 
 from mteb_lrd import _compat
 
-__all__ = ["TIE_MARGIN", "main_score_cutoff", "reused_dataloaders", "search_depth"]
+__all__ = ["TIE_MARGIN", "main_score_cutoff", "main_score_only", "reused_dataloaders", "search_depth"]
 
 TIE_MARGIN = 32
 """Documents kept beyond the main score's cutoff: the score is exact unless more than this many
@@ -108,3 +111,27 @@ def search_depth(task: AbsTask) -> Iterator[int | None]:
         yield cutoff + TIE_MARGIN
     finally:
         setattr(task, _compat.RETRIEVAL_TOP_K, current)
+
+
+def _no_abstention(*_args: Any, **_kwargs: Any) -> dict[str, float]:
+    return {}
+
+
+@contextmanager
+def main_score_only(task: AbsTask) -> Iterator[bool]:
+    """Within the block, retrieval scoring skips the abstention (nAUC) metrics the main score does not use.
+
+    Yields:
+        Whether they are skipped: not when the main score is an nAUC, nor on an mteb without the
+        function (then nothing changes).
+    """
+    owner = _compat.abstention_owner()
+    if owner is None or "nauc" in task.metadata.main_score.lower():
+        yield False
+        return
+    original = getattr(owner, _compat.ABSTENTION)
+    setattr(owner, _compat.ABSTENTION, _no_abstention)
+    try:
+        yield True
+    finally:
+        setattr(owner, _compat.ABSTENTION, original)

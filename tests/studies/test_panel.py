@@ -78,6 +78,7 @@ def test_gguf_conversion_names_the_missing_package(tmp_path, monkeypatch, module
     from mteb_lrd.studies import panel
 
     real_find_spec = importlib.util.find_spec
+
     def find_spec(name, *args):  # the other package counts as installed, whatever this machine has
         if name in ("gguf", "accelerate"):
             return None if name == module else object()
