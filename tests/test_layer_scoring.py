@@ -22,8 +22,10 @@ from mteb_lrd.integration.layer_scoring import (
     main_score_only,
     reused_dataloaders,
     search_depth,
+    texts_read_once,
 )
 from mteb_lrd.integration.local_tasks import make_task
+from mteb_lrd.integration.wrapper import read_texts
 from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
 from tests.tiny_models import WORDS
 
@@ -95,11 +97,13 @@ def counted(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize(("make", "rows"), [(pair_task, 16), (sts_task, 16), (deep_retrieval_task, 120)])
+@pytest.mark.parametrize(
+    ("make", "rows"), [(pair_task, 16), (sts_task, 16), (deep_retrieval_task, 120), (deep_retrieval_task, 24)]
+)
 def test_dataloaders_are_built_once_for_all_layers(make, rows, tiny_st, counted):
-    """Pair and STS inputs, and a retrieval corpus, are built for the ordinary run and once more for
-    the first layer; later layers reuse them. (mteb re-filters retrieval queries on every call, which
-    gives them a new fingerprint: those small loaders are rebuilt, never reused by mistake.)"""
+    """Pair and STS inputs, a retrieval corpus (120 documents) and its queries (24; mteb re-filters
+    them in place on every call, so each layer gets the ordinary run's split) are built for the
+    ordinary run and once more for the first layer; later layers reuse them."""
 
     def built() -> int:
         return sum(len(dataset) == rows for dataset in counted)
@@ -182,3 +186,31 @@ def test_main_score_only_is_scoped_and_keeps_an_nauc_main_score():
     with main_score_only(task) as skipped:
         assert not skipped
         assert retrieval_metrics.calculate_retrieval_scores(results, qrels, [1, 3]).naucs == full.naucs
+
+
+def test_each_dataloader_is_read_once_for_all_layers(tiny_st, monkeypatch):
+    from mteb_lrd.integration import layer_scoring
+
+    reads = []
+
+    def counting(inputs):
+        reads.append(id(inputs))
+        return read_texts(inputs)
+
+    monkeypatch.setattr(layer_scoring, "read_texts", counting)
+    result = mteb.evaluate(with_layer_dynamics(tiny_st), [sts_task()], cache=None, **RUN)
+    assert len(result.task_results[0].scores["test"][0]["per_layer"]["scores"]) == 5
+    assert len(reads) == len(set(reads)) == 2  # sentence1 and sentence2, not once per layer
+
+
+def test_texts_read_once_only_remembers_sequential_loaders():
+    from torch.utils.data import DataLoader
+
+    rows = [{"text": t} for t in ["a", "b", "c", "d"]]
+    texts = texts_read_once()
+    loader = DataLoader(rows, batch_size=2)
+    assert texts(loader) == ["a", "b", "c", "d"] and texts(loader) is texts(loader)
+    shuffled = DataLoader(rows, batch_size=2, shuffle=True)
+    assert texts(shuffled) is not texts(shuffled)  # re-read: another order each pass
+    batches = [{"text": ["a", "b"]}, {"text": ["c"]}]
+    assert texts(batches) == ["a", "b", "c"] and texts(batches) is not texts(batches)

@@ -21,7 +21,12 @@ from mteb.abstasks.abstask import AbsTask
 from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
-from mteb_lrd.integration.layer_scoring import main_score_only, reused_dataloaders, search_depth
+from mteb_lrd.integration.layer_scoring import (
+    main_score_only,
+    reused_dataloaders,
+    search_depth,
+    texts_read_once,
+)
 from mteb_lrd.integration.options import (
     DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,
@@ -142,12 +147,16 @@ def per_layer_scores(
     )
     scores = []
     rng_after = random_states(task) if rng_before is not None else {}
+    texts = texts_read_once()
     with reused_dataloaders(), search_depth(task) as depth, main_score_only(task):
         for layer in bar:
             if rng_before is not None:
                 _set_random_states(task, rng_before)
             sub_kwargs = {**kwargs, "prediction_folder": None, "timer": TimingStack()}
-            layer_scores = evaluate_subset(task, wrapper.layer_view(layer), data_split, **sub_kwargs)
+            # retrieval re-filters data_split["queries"] in place: each layer gets the ordinary
+            # run's split, so its inputs (and their dataloaders) are the same for every layer
+            layer_split = dict(data_split) if isinstance(data_split, dict) else data_split
+            layer_scores = evaluate_subset(task, wrapper.layer_view(layer, texts), layer_split, **sub_kwargs)
             _compat.add_main_score(task, layer_scores)
             scores.append(float(layer_scores["main_score"]))
     _set_random_states(task, rng_after)

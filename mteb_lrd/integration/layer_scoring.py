@@ -10,11 +10,13 @@ that does not depend on the layer is done once.
   the main score has a cutoff (``ndcg_at_10``) the layers are searched only as deep as that score
   can see, plus :data:`TIE_MARGIN` so that ties at the cutoff and the ids mteb drops
   (``ignore_identical_ids``, ``skip_first_result``) never change the main score.
+* :func:`texts_read_once`: the stored vectors of a layer are looked up by text; the texts of a
+  (reused) dataloader are read once, not once per layer.
 * :func:`main_score_only`: mteb's retrieval scoring also computes abstention curves (nAUC, one
   per metric, cutoff and confidence function: Python loops over every query), which
   ``per_layer`` never records; they are skipped for the layers unless the main score is one.
 
-All three are scoped context managers: outside the per-layer loop mteb runs untouched.
+The context managers are scoped context managers: outside the per-layer loop mteb runs untouched.
 """
 
 from __future__ import annotations
@@ -28,8 +30,16 @@ from typing import Any
 from mteb.abstasks.abstask import AbsTask
 
 from mteb_lrd import _compat
+from mteb_lrd.integration.wrapper import TextReader, read_texts
 
-__all__ = ["TIE_MARGIN", "main_score_cutoff", "main_score_only", "reused_dataloaders", "search_depth"]
+__all__ = [
+    "TIE_MARGIN",
+    "main_score_cutoff",
+    "main_score_only",
+    "reused_dataloaders",
+    "search_depth",
+    "texts_read_once",
+]
 
 TIE_MARGIN = 32
 """Documents kept beyond the main score's cutoff: the score is exact unless more than this many
@@ -135,3 +145,24 @@ def main_score_only(task: AbsTask) -> Iterator[bool]:
         yield True
     finally:
         setattr(owner, _compat.ABSTENTION, original)
+
+
+def texts_read_once() -> TextReader:
+    """A text reader that reads each dataloader once and serves its texts again to later layers.
+
+    Only a ``torch`` DataLoader with a sequential sampler (what mteb builds: the same texts in the
+    same order on every pass) is remembered, by identity and kept alive with the reader; any other
+    input is read every time.
+    """
+    from torch.utils.data import DataLoader, SequentialSampler
+
+    memo: dict[int, tuple[Any, list[str]]] = {}
+
+    def texts(inputs: Any) -> list[str]:
+        if not (isinstance(inputs, DataLoader) and isinstance(inputs.sampler, SequentialSampler)):
+            return read_texts(inputs)
+        if id(inputs) not in memo:
+            memo[id(inputs)] = (inputs, read_texts(inputs))
+        return memo[id(inputs)][1]
+
+    return texts

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from mteb_lrd.integration.store import TextKey, VectorStore
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader
 
-__all__ = ["LayerDynamicsModel", "LayerView", "with_layer_dynamics"]
+__all__ = ["LayerDynamicsModel", "LayerView", "TextReader", "read_texts", "with_layer_dynamics"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,12 @@ CallKey = tuple[str, str, str]
 """``(task name, hf_split, hf_subset)`` of one ``encode`` call."""
 
 
-def _texts(inputs: Iterable[BatchedInput]) -> list[str]:
+TextReader = Callable[[Iterable[BatchedInput]], list[str]]
+"""Reads the texts of an ``encode`` input."""
+
+
+def read_texts(inputs: Iterable[BatchedInput]) -> list[str]:
+    """The texts of an ``encode`` input, batch after batch."""
     return [text for batch in inputs for text in batch["text"]]  # type: ignore[typeddict-item]
 
 
@@ -146,7 +151,7 @@ class LayerDynamicsModel(AbsEncoder):
     ) -> np.ndarray:
         """One forward pass per batch; returns the model's own embeddings, keeps every layer."""
         seams.install()  # task classes defined since the wrapper was built
-        texts = _texts(inputs)
+        texts = read_texts(inputs)
         task_type = str(task_metadata.type)
         name = task_metadata.name
         if name != self._current_task:
@@ -221,9 +226,9 @@ class LayerDynamicsModel(AbsEncoder):
             f"computed for {', '.join(SUPPORTED_TASK_TYPES)} only. Its ordinary scores are written as usual."
         )
 
-    def layer_view(self, layer: int) -> LayerView:
-        """An encoder serving layer ``layer`` from the stored vectors."""
-        return LayerView(self, layer)
+    def layer_view(self, layer: int, texts: TextReader | None = None) -> LayerView:
+        """An encoder serving layer ``layer`` from the stored vectors (``texts``: see :class:`LayerView`)."""
+        return LayerView(self, layer, texts)
 
 
 class LayerView:
@@ -232,11 +237,14 @@ class LayerView:
     Args:
         parent: the wrapper that encoded the texts.
         layer: hidden-state index ``0..L``.
+        texts: how the texts of an input are read (default :func:`read_texts`; the per-layer loop
+            reads each dataloader once for all layers).
     """
 
-    def __init__(self, parent: LayerDynamicsModel, layer: int) -> None:
+    def __init__(self, parent: LayerDynamicsModel, layer: int, texts: TextReader | None = None) -> None:
         self.parent = parent
         self.layer = layer
+        self.texts = texts or read_texts
         self.mteb_model_meta = parent.mteb_model_meta
 
     def encode(
@@ -255,7 +263,7 @@ class LayerView:
             KeyError: when a text was not encoded by the parent (it would need a forward pass).
         """
         prompt = self.parent.resolve_prompt(task_metadata, prompt_type) or ""
-        return self.parent.store.layer(self.layer, [(prompt, text) for text in _texts(inputs)])
+        return self.parent.store.layer(self.layer, [(prompt, text) for text in self.texts(inputs)])
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
         """The parent's similarity."""
