@@ -4,7 +4,9 @@ grid, and DySem against its baselines through ``mteb.evaluate`` — the paper's 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,11 @@ __all__ = [
     "task_language",
     "order_languages",
     "evaluate_models",
+    "paired_comparisons",
+    "predictions_folder",
+    "read_similarities",
     "format_table",
+    "format_comparisons",
     "write_json_atomic",
 ]
 
@@ -150,11 +156,68 @@ def order_languages(
     )
 
 
+def predictions_folder(predictions_dir: str | os.PathLike[str], label: str) -> Path:
+    """Where mteb writes the per-pair predictions of the model ``label`` (a file-safe name)."""
+    return Path(predictions_dir) / (re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "model")
+
+
+def read_similarities(predictions_dir: str | os.PathLike[str], label: str, task: Any) -> np.ndarray:
+    """The per-pair similarities mteb saved for the model ``label`` on ``task`` (test split).
+
+    Raises:
+        FileNotFoundError: when ``evaluate_models`` did not write them.
+    """
+    path = predictions_folder(predictions_dir, label) / task.prediction_file_name
+    with path.open(encoding="utf-8") as fh:
+        saved = json.load(fh)
+    return np.asarray(saved["default"]["test"]["similarity_scores"], dtype=np.float64)
+
+
+def paired_comparisons(
+    predictions_dir: str | os.PathLike[str],
+    reference: str,
+    others: Sequence[str],
+    tasks: Mapping[str, tuple[type, Sequence[float]]],
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, dict[str, float | int]]]:
+    """Spearman of ``reference`` minus each of ``others`` on the same pairs, with a paired bootstrap.
+
+    Args:
+        predictions_dir: the folder given to :func:`evaluate_models`.
+        reference: the model compared (DySem); others: the models it is compared with.
+        tasks: ``{task label: (task class, gold scores in the task's order)}``.
+
+    Returns:
+        ``{task: {other: PairedDifference.to_dict()}}`` (x 1, not x 100), for the models that ran.
+    """
+    from mteb_lrd.studies.statistics import paired_spearman_difference
+
+    out: dict[str, dict[str, dict[str, float | int]]] = {}
+    for task_label, (task_cls, gold) in tasks.items():
+        task = task_cls()
+        try:
+            ours = read_similarities(predictions_dir, reference, task)
+        except FileNotFoundError:
+            continue
+        out[task_label] = {}
+        for other in others:
+            try:
+                theirs = read_similarities(predictions_dir, other, task)
+            except FileNotFoundError:
+                continue
+            result = paired_spearman_difference(ours, theirs, gold, n_resamples=n_resamples, seed=seed)
+            out[task_label][other] = result.to_dict()
+    return out
+
+
 def evaluate_models(
     models: Mapping[str, Callable[[str], Any]],
     tasks: Mapping[str, type],
     results_dir: str | os.PathLike[str] | None,
     batch_size: int = 32,
+    predictions_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Run ``mteb.evaluate`` for every (model, task); main score = the model's own similarity.
 
@@ -164,6 +227,8 @@ def evaluate_models(
         tasks: ``{task label: task class}``.
         results_dir: MTEB result cache folder (results stored like any model's); ``None``: none.
         batch_size: texts per forward pass (MTEB's ``encode_kwargs["batch_size"]``).
+        predictions_dir: where mteb also writes each model's per-pair similarities (see
+            :func:`predictions_folder`), for :func:`paired_comparisons`; ``None``: not written.
 
     Returns:
         ``{model label: {task label: {"spearman": x100, "mean_dimensions": #Dim}}}``.
@@ -183,6 +248,9 @@ def evaluate_models(
                 [model_similarity_task(task_cls())],
                 cache=cache,
                 overwrite_strategy="always",
+                prediction_folder=None
+                if predictions_dir is None
+                else predictions_folder(predictions_dir, label),
                 encode_kwargs={"batch_size": batch_size},
                 co2_tracker=False,
                 show_progress_bar=False,
@@ -207,6 +275,25 @@ def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], tasks: 
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {avg} | {dims} |")
     if any(t not in per_task for per_task in table.values() for t in tasks):
         lines.append("\n– : not run (for DySem with L > 1: no translations of that task's texts)")
+    return "\n".join(lines)
+
+
+def format_comparisons(
+    reference: str, comparisons: Mapping[str, Mapping[str, Mapping[str, float | int]]]
+) -> str:
+    """A markdown table of :func:`paired_comparisons`: Δ Spearman x 100 with its 95% interval and p."""
+    lines = [
+        f"Paired bootstrap over test pairs: {reference} minus each model (Spearman x 100)",
+        "",
+        "| task | model | Δ | 95% CI | p | pairs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task, rows in comparisons.items():
+        for other, r in rows.items():
+            lines.append(
+                f"| {task} | {other} | {100 * float(r['delta']):+.2f} | "
+                f"[{100 * float(r['ci_low']):+.2f}, {100 * float(r['ci_high']):+.2f}] | {float(r['p']):.3g} | {r['n']} |"
+            )
     return "\n".join(lines)
 
 

@@ -137,9 +137,11 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     from mteb_lrd.dysem.evaluation import (
         STS_TASKS,
         evaluate_models,
+        format_comparisons,
         format_table,
         load_pairs,
         order_languages,
+        paired_comparisons,
         sts_task,
         task_language,
         write_json_atomic,
@@ -254,8 +256,13 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
                 "mean pooling": lambda t: mean,
             }
         )
-    table = evaluate_models(models, task_classes, out / "results", batch_size=options.batch_size)
-    text = format_table(table, tasks)
+    predictions = out / "predictions"
+    table = evaluate_models(
+        models, task_classes, out / "results", batch_size=options.batch_size, predictions_dir=predictions
+    )
+    gold = {t: (task_classes[t], load_pairs(sts_dir / STS_TASKS[t], options.max_pairs).scores) for t in tasks}
+    comparisons = paired_comparisons(predictions, label, [m for m in models if m != label], gold)
+    text = format_table(table, tasks) + "\n\n" + format_comparisons(label, comparisons)
 
     stem = f"dysem-{path.name}"
     table_path, summary_path = out / f"{stem}.md", out / f"{stem}.json"
@@ -268,9 +275,11 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
         "settings": settings,
         "prompt": options.prompt,
         "component": options.component,
-        "dev_pairs": len(dev.scores) if options.select_on_dev or options.language_order == "labels" else 0,
+        "dev_pairs": len(dev.scores) if options.select_on_dev or options.language_order != "given" else 0,
+        "dev_labels_used": options.select_on_dev or options.language_order == "labels",
         "grid": grid,
         "table": table,
+        "paired": {"reference": label, "n_resamples": 2000, "seed": 0, "tasks": comparisons},
         "forward_texts": extractor.forward_texts,
         "forward_batches": extractor.forward_batches,
         "wall_seconds": time.monotonic() - started,

@@ -20,6 +20,13 @@ from mteb_lrd.dysem import (
     model_similarity_task,
     prompteol_baseline,
 )
+from mteb_lrd.dysem.evaluation import (
+    evaluate_models,
+    format_comparisons,
+    paired_comparisons,
+    predictions_folder,
+    read_similarities,
+)
 from mteb_lrd.dysem.prompts import apply_prompt
 from mteb_lrd.integration.local_tasks import make_task
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
@@ -154,3 +161,35 @@ def test_language_specific_prompts_reach_the_model(tiny_model_dir, corpus):
     fresh.extract(apply_prompt(DE[:4], "LP", "de"), ["attention"])  # the German prompt was the one used
     fresh.extract(apply_prompt(TEXTS[:4], "LP", "en"), ["attention"])
     assert fresh.forward_texts == passes == 8
+
+
+def test_paired_comparisons_read_what_evaluate_models_saved(extractor, corpus, sts_task, tmp_path):
+    """The per-pair similarities mteb saves reproduce each model's score, and the paired difference
+    is the difference of the two scores in the table."""
+    dysem = DySemModel(extractor, languages=["en", "de"], num_languages=2, k=6, translations=corpus)
+    models = {
+        "DySem (k=6, L=2)": lambda t: dysem,
+        "attention sum (dense)": lambda t: attention_sum_baseline(extractor),
+    }
+    task_cls = sts_task
+    table = evaluate_models(models, {"Tiny": task_cls}, None, predictions_dir=tmp_path / "pred")
+    gold = [s for _, _, s in PAIRS]
+    for label in models:
+        saved = read_similarities(tmp_path / "pred", label, task_cls())
+        assert (predictions_folder(tmp_path / "pred", label) / "DySemTinySTS_predictions.json").is_file()
+        assert 100 * spearmanr(saved, gold)[0] == pytest.approx(table[label]["Tiny"]["spearman"], abs=1e-6)
+    paired = paired_comparisons(
+        tmp_path / "pred",
+        "DySem (k=6, L=2)",
+        ["attention sum (dense)", "not run"],
+        {"Tiny": (task_cls, gold)},
+    )
+    row = paired["Tiny"]["attention sum (dense)"]
+    expected = (
+        table["DySem (k=6, L=2)"]["Tiny"]["spearman"] - table["attention sum (dense)"]["Tiny"]["spearman"]
+    )
+    assert 100 * row["delta"] == pytest.approx(expected, abs=1e-6)
+    assert row["ci_low"] <= row["delta"] <= row["ci_high"] and 0 < row["p"] <= 1 and row["n"] == len(PAIRS)
+    assert list(paired["Tiny"]) == ["attention sum (dense)"]  # a model without predictions is left out
+    text = format_comparisons("DySem (k=6, L=2)", paired)
+    assert "| Tiny | attention sum (dense) |" in text and f"{expected:+.2f}" in text

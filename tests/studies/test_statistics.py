@@ -8,7 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from mteb_lrd.studies.statistics import bootstrap_ci, partial_spearman, spearman, wilcoxon_paired
+from mteb_lrd.studies.statistics import (
+    bootstrap_ci,
+    paired_spearman_difference,
+    partial_spearman,
+    spearman,
+    wilcoxon_paired,
+)
 
 X = np.array([0.1, 0.4, 0.35, 0.8, 0.6, 0.9, 0.2])
 Y = np.array([1.0, 2.5, 2.0, 3.9, 4.1, 3.0, 0.5])
@@ -77,3 +83,43 @@ def test_wilcoxon_matches_scipy():
     assert np.isnan(wilcoxon_paired([1.0, 2.0], [1.0, 2.0]))
     with pytest.raises(ValueError, match="NaN"):
         wilcoxon_paired([np.nan, 1.0], [1.0, 2.0])
+
+
+def test_paired_spearman_difference_against_a_loop():
+    rng = np.random.default_rng(1)
+    gold = rng.normal(size=60)
+    a, b = gold + rng.normal(scale=0.5, size=60), gold + rng.normal(scale=1.5, size=60)
+    a[:5] = a[0]  # ties
+    result = paired_spearman_difference(a, b, gold, n_resamples=150, seed=3)
+    draws = np.random.default_rng(3).integers(0, 60, size=(150, 60))
+    loop = np.array(
+        [stats.spearmanr(a[i], gold[i]).statistic - stats.spearmanr(b[i], gold[i]).statistic for i in draws]
+    )
+    assert result.delta == pytest.approx(
+        stats.spearmanr(a, gold).statistic - stats.spearmanr(b, gold).statistic
+    )
+    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(np.quantile(loop, [0.025, 0.975])))
+    assert result.p == pytest.approx(max(2 * min(np.mean(loop <= 0), np.mean(loop >= 0)), 1 / 150))
+    assert result.n == 60 and result.n_resamples == 150 and result.ci_low < result.delta < result.ci_high
+
+
+def test_paired_spearman_difference_hand_cases():
+    gold = np.arange(20.0)
+    same = paired_spearman_difference(gold, gold, gold, n_resamples=50)
+    assert (same.delta, same.ci_low, same.ci_high, same.p) == (0.0, 0.0, 0.0, 1.0)
+    noise = np.random.default_rng(0).permutation(20).astype(float)
+    better = paired_spearman_difference(gold, noise, gold, n_resamples=500)
+    assert better.delta == pytest.approx(1 - stats.spearmanr(noise, gold).statistic)
+    assert better.ci_low > 0 and better.p == pytest.approx(1 / 500)
+    flat = paired_spearman_difference(np.ones(5), np.ones(5), np.arange(5.0), n_resamples=10)
+    assert np.isnan(flat.delta) and np.isnan(flat.p) and flat.n_resamples == 0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "gold", "match"),
+    [([1, 2, 3], [1, 2], [1, 2, 3], "same length"), ([1, 2], [1, 2], [1, 2], "at least 3"),
+     ([1, np.nan, 3], [1, 2, 3], [1, 2, 3], "NaN"), ([[1, 2, 3]], [1, 2, 3], [1, 2, 3], "1-d")],
+)  # fmt: skip
+def test_paired_spearman_difference_rejects_bad_input(a, b, gold, match):
+    with pytest.raises(ValueError, match=match):
+        paired_spearman_difference(a, b, gold)
