@@ -290,9 +290,11 @@ def format_comparisons(
     ]
     for task, rows in comparisons.items():
         for other, r in rows.items():
+            floor = 1 / max(int(r["n_resamples"]), 1)  # no resample on the far side of zero
+            p = f"≤ {floor:.2g}" if float(r["p"]) <= floor else f"{float(r['p']):.3g}"
             lines.append(
                 f"| {task} | {other} | {100 * float(r['delta']):+.2f} | "
-                f"[{100 * float(r['ci_low']):+.2f}, {100 * float(r['ci_high']):+.2f}] | {float(r['p']):.3g} | {r['n']} |"
+                f"[{100 * float(r['ci_low']):+.2f}, {100 * float(r['ci_high']):+.2f}] | {p} | {r['n']} |"
             )
     return "\n".join(lines)
 

@@ -193,3 +193,5 @@ def test_paired_comparisons_read_what_evaluate_models_saved(extractor, corpus, s
     assert list(paired["Tiny"]) == ["attention sum (dense)"]  # a model without predictions is left out
     text = format_comparisons("DySem (k=6, L=2)", paired)
     assert "| Tiny | attention sum (dense) |" in text and f"{expected:+.2f}" in text
+    floor = {"Tiny": {"x": {**row, "p": 1 / row["n_resamples"]}}}
+    assert "| ≤ 0.0005 |" in format_comparisons("DySem", floor)  # bootstrap p at its resolution
