@@ -22,6 +22,8 @@ from mteb_lrd.dysem.translation import read_jsonl
 from mteb_lrd.io import atomic_write_json
 
 __all__ = [
+    "PAIRED_RESAMPLES",
+    "PAIRED_SEED",
     "STS_TASKS",
     "LabelledPairs",
     "load_pairs",
@@ -156,6 +158,13 @@ def order_languages(
     )
 
 
+PAIRED_RESAMPLES = 2000
+"""Bootstrap resamples of :func:`paired_comparisons` (a p-value's resolution is 1 / this)."""
+
+PAIRED_SEED = 0
+"""Seed of the resampling in :func:`paired_comparisons`."""
+
+
 def predictions_folder(predictions_dir: str | os.PathLike[str], label: str) -> Path:
     """Where mteb writes the per-pair predictions of the model ``label`` (a file-safe name)."""
     return Path(predictions_dir) / (re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "model")
@@ -179,8 +188,8 @@ def paired_comparisons(
     others: Sequence[str],
     tasks: Mapping[str, tuple[type, Sequence[float]]],
     *,
-    n_resamples: int = 2000,
-    seed: int = 0,
+    n_resamples: int = PAIRED_RESAMPLES,
+    seed: int = PAIRED_SEED,
 ) -> dict[str, dict[str, dict[str, float | int]]]:
     """Spearman of ``reference`` minus each of ``others`` on the same pairs, with a paired bootstrap.
 
@@ -243,9 +252,14 @@ def evaluate_models(
             encoder = model(task_label)
             if encoder is None:
                 continue
+            task = model_similarity_task(task_cls())
+            if predictions_dir is not None:  # mteb merges into an existing file: never into a torn one
+                (predictions_folder(predictions_dir, label) / task.prediction_file_name).unlink(
+                    missing_ok=True
+                )
             result = mteb.evaluate(
                 encoder,
-                [model_similarity_task(task_cls())],
+                [task],
                 cache=cache,
                 overwrite_strategy="always",
                 prediction_folder=None

@@ -135,6 +135,8 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
         FileNotFoundError: missing STS data.
     """
     from mteb_lrd.dysem.evaluation import (
+        PAIRED_RESAMPLES,
+        PAIRED_SEED,
         STS_TASKS,
         evaluate_models,
         format_comparisons,
@@ -279,7 +281,12 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
         "dev_labels_used": options.select_on_dev or options.language_order == "labels",
         "grid": grid,
         "table": table,
-        "paired": {"reference": label, "n_resamples": 2000, "seed": 0, "tasks": comparisons},
+        "paired": {
+            "reference": label,
+            "n_resamples": PAIRED_RESAMPLES,
+            "seed": PAIRED_SEED,
+            "tasks": comparisons,
+        },
         "forward_texts": extractor.forward_texts,
         "forward_batches": extractor.forward_batches,
         "wall_seconds": time.monotonic() - started,

@@ -195,3 +195,14 @@ def test_paired_comparisons_read_what_evaluate_models_saved(extractor, corpus, s
     assert "| Tiny | attention sum (dense) |" in text and f"{expected:+.2f}" in text
     floor = {"Tiny": {"x": {**row, "p": 1 / row["n_resamples"]}}}
     assert "| ≤ 0.0005 |" in format_comparisons("DySem", floor)  # bootstrap p at its resolution
+
+
+def test_a_torn_predictions_file_from_a_killed_run_is_replaced(extractor, sts_task, tmp_path):
+    models = {"dense": lambda t: attention_sum_baseline(extractor)}
+    torn = predictions_folder(tmp_path, "dense") / "DySemTinySTS_predictions.json"
+    torn.parent.mkdir(parents=True)
+    torn.write_text('{"mteb_model_meta": {"model_na')  # mteb writes it in place, not atomically
+    table = evaluate_models(models, {"Tiny": sts_task}, None, predictions_dir=tmp_path)
+    saved = read_similarities(tmp_path, "dense", sts_task())
+    gold = [s for _, _, s in PAIRS]
+    assert 100 * spearmanr(saved, gold)[0] == pytest.approx(table["dense"]["Tiny"]["spearman"], abs=1e-6)
