@@ -253,18 +253,15 @@ def evaluate_models(
             if encoder is None:
                 continue
             task = model_similarity_task(task_cls())
-            if predictions_dir is not None:  # mteb merges into an existing file: never into a torn one
-                (predictions_folder(predictions_dir, label) / task.prediction_file_name).unlink(
-                    missing_ok=True
-                )
+            folder = None if predictions_dir is None else predictions_folder(predictions_dir, label)
+            if folder is not None:  # mteb merges into an existing file: never into a torn one
+                (folder / task.prediction_file_name).unlink(missing_ok=True)
             result = mteb.evaluate(
                 encoder,
                 [task],
                 cache=cache,
                 overwrite_strategy="always",
-                prediction_folder=None
-                if predictions_dir is None
-                else predictions_folder(predictions_dir, label),
+                prediction_folder=folder,
                 encode_kwargs={"batch_size": batch_size},
                 co2_tracker=False,
                 show_progress_bar=False,

@@ -235,9 +235,11 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     task_classes: dict[str, type] = {}
     sizes: dict[str, int] = {}
     covered: dict[str, bool] = {}
+    gold: dict[str, tuple[type, list[float]]] = {}  # the test scores, for the paired comparisons
     for name in tasks:
         task_classes[name], sizes[name] = sts_task(name, sts_dir, options.max_pairs)
         pairs = load_pairs(sts_dir / STS_TASKS[name], options.max_pairs)
+        gold[name] = (task_classes[name], pairs.scores)
         covered[name] = options.translator is not None or corpus.covers(
             pairs.sentence1 + pairs.sentence2, task_language(name)
         )
@@ -262,7 +264,6 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     table = evaluate_models(
         models, task_classes, out / "results", batch_size=options.batch_size, predictions_dir=predictions
     )
-    gold = {t: (task_classes[t], load_pairs(sts_dir / STS_TASKS[t], options.max_pairs).scores) for t in tasks}
     comparisons = paired_comparisons(predictions, label, [m for m in models if m != label], gold)
     text = format_table(table, tasks) + "\n\n" + format_comparisons(label, comparisons)
 

@@ -16,7 +16,8 @@ that does not depend on the layer is done once.
   per metric, cutoff and confidence function: Python loops over every query), which
   ``per_layer`` never records; they are skipped for the layers unless the main score is one.
 
-The context managers are scoped context managers: outside the per-layer loop mteb runs untouched.
+The context managers are scoped and the text reader lives for one loop: outside the per-layer loop
+mteb runs untouched.
 """
 
 from __future__ import annotations

@@ -56,6 +56,13 @@ def _vector(x: object, name: str) -> np.ndarray:
     return a
 
 
+def _check_bootstrap(confidence: float, n_resamples: int) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+
+
 def spearman(x: object, y: object) -> Correlation:
     """Spearman's ρ and its p-value (scipy); NaN when n < 3 or a vector is constant."""
     a, b = _vector(x, "x"), _vector(y, "y")
@@ -151,10 +158,7 @@ def bootstrap_ci(
         raise ValueError("values must not be empty")
     if statistic not in ("mean", "median"):
         raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    _check_bootstrap(confidence, n_resamples)
     idx = np.random.default_rng(seed).integers(0, v.size, size=(n_resamples, v.size))
     samples = v[idx]
     est = samples.mean(axis=1) if statistic == "mean" else np.median(samples, axis=1)
@@ -173,11 +177,14 @@ def wilcoxon_paired(x: object, y: object) -> float:
     return float(stats.wilcoxon(a, b).pvalue)
 
 
-def _row_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's ρ of every row of ``x`` with the same row of ``y`` (average ranks for ties)."""
-    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
+def _centred_ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties shared) of every row, minus the row mean."""
+    r = stats.rankdata(x, axis=1)
+    return r - r.mean(axis=1, keepdims=True)
+
+
+def _row_spearman(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of every row pair, from :func:`_centred_ranks` of both (Pearson of the ranks)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
@@ -207,16 +214,14 @@ def paired_spearman_difference(
         raise ValueError(f"a, b and gold must have the same length, got {x.size}, {y.size}, {g.size}")
     if x.size < 3:
         raise ValueError(f"need at least 3 items, got {x.size}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    _check_bootstrap(confidence, n_resamples)
     delta = float(stats.spearmanr(x, g).statistic - stats.spearmanr(y, g).statistic)
     rng = np.random.default_rng(seed)
     deltas = []
     for start in range(0, n_resamples, chunk):  # chunks bound the (resamples x items) rank arrays
         idx = rng.integers(0, x.size, size=(min(chunk, n_resamples - start), x.size))
-        deltas.append(_row_spearman(x[idx], g[idx]) - _row_spearman(y[idx], g[idx]))
+        rg = _centred_ranks(g[idx])  # the gold ranks serve both predictions
+        deltas.append(_row_spearman(_centred_ranks(x[idx]), rg) - _row_spearman(_centred_ranks(y[idx]), rg))
     d = np.concatenate(deltas)
     d = d[np.isfinite(d)]  # a resample with constant values has no correlation
     if d.size == 0:
