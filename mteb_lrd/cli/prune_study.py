@@ -23,6 +23,7 @@ examples:
       --tasks STSBenchmark,SICK-R,STS15,STS16,DrugReviewSentiment --out results/prune
   mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
   mteb-lrd prune-study --models ./my-deep-model --tasks STS15 --max-pairs 40 --budgets 0.25 --out results/prune
+  mteb-lrd prune-study --models smollm2-135m --decoder-template prompteol --tasks STS12 --out results/prune-eol
   mteb-lrd prune-study --report-only --out results/prune
 
 Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9, random.Random(seed).sample as the authors), last-k,
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 reproduce=args.reproduce,
                 text_order=args.text_order,
                 prompt_policy=args.lrd_prompt,
+                decoder_template=args.decoder_template,
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from mteb_lrd.dysem.languages import normalize_language
+from mteb_lrd.extraction.templates import TEMPLATES, TEXT_SLOT
 
 __all__ = [
     "PromptKind",
@@ -28,7 +29,8 @@ PROMPT_KINDS: tuple[str, ...] = ("EP", "LP", "none")
 
 SENTENCE_SLOT = "<S>"
 
-ENGLISH_TEMPLATE = 'This sentence : "<S>" means in one word:"'
+ENGLISH_TEMPLATE = TEMPLATES["prompteol"].replace(TEXT_SLOT, SENTENCE_SLOT)
+"""``This sentence : "<S>" means in one word:"`` (the studies' ``prompteol`` text template)."""
 
 LANGUAGE_TEMPLATES: dict[str, str] = {
     "en": ENGLISH_TEMPLATE,

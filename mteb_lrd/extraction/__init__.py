@@ -2,5 +2,6 @@
 
 ``architectures`` (where each family keeps its blocks and final norm), ``loading`` (paths, devices,
 dtypes), ``pooling``, ``extractor`` (:class:`~mteb_lrd.extraction.extractor.LayerExtractor`),
-``identity`` (a model digest for cache keys) and ``cache`` (atomic, content-addressed shards).
+``identity`` (a model digest for cache keys), ``cache`` (atomic, content-addressed shards) and
+``templates`` (texts put into a template such as PromptEOL before tokenisation).
 """

@@ -40,6 +40,7 @@ from mteb_lrd.extraction.pooling import (
     pool,
     resolve_pooling,
 )
+from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import content_key, texts_digest
 
 __all__ = [
@@ -86,6 +87,10 @@ class LayerExtractor:
         show_progress_bar: a tqdm bar over batches.
         cache_dir: folder for the resumable on-disk cache; ``None`` disables it.
         shard_size: texts per cache shard (a resumed run recomputes at most one shard).
+        template: put every text into this template before the prompt and tokenisation: a name
+            of :data:`~mteb_lrd.extraction.templates.TEMPLATES` (``"prompteol"``) or a text with
+            one ``{text}``; ``None`` keeps the texts as they are. Decoders pooled at the last token
+            need one to embed sentences.
 
     Raises:
         ValueError: for invalid options. UnsupportedArchitectureError: for unknown architectures.
@@ -107,7 +112,9 @@ class LayerExtractor:
         show_progress_bar: bool = True,
         cache_dir: str | None = None,
         shard_size: int = 1024,
+        template: str | None = None,
     ) -> None:
+        self.template = resolve_template(template)
         if pooling != "auto" and pooling not in POOLINGS:
             raise ValueError(f"pooling must be 'auto' or one of {POOLINGS}; got {pooling!r}")
         if last_token not in LAST_TOKEN_RULES:
@@ -267,8 +274,10 @@ class LayerExtractor:
         return np.argsort([-(length(t) if length else len(t)) for t in texts])
 
     def _cache_key(self, sorted_texts: list[str], prompt: str | None) -> str:
+        templated = {"template": self.template} if self.template is not None else {}
         return content_key(
             {
+                **templated,  # absent without one: caches written before templates stay valid
                 "format": _CACHE_FORMAT,
                 "model": self.identity,
                 "layers": "all",
@@ -299,6 +308,7 @@ class LayerExtractor:
     @torch.inference_mode()
     def _forward(self, batch: list[str], prompt: str | None) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward pass: ``((L+1, B, d) pooled fp32, (B, D) final embedding fp32)``, on CPU."""
+        batch = apply_template(batch, self.template)
         with capture_pre_norm(self.loaded.architecture.final_norm, self.final_norm) as captured:
             if self.is_sentence_transformer:
                 hidden, mask, final, features = self._forward_sentence_transformer(batch, prompt)
@@ -408,6 +418,7 @@ class LayerExtractor:
             "last_token": self.last_token,
             "final_norm": self.final_norm,
             "max_length": self.max_length,
+            "template": self.template,
             "batch_size": self.batch_size,
             "dtype": str(self.dtype or next(self.loaded.architecture.model.parameters()).dtype),
             "device": str(self.device),

@@ -186,9 +186,11 @@ class LayerDynamicsModel(AbsEncoder):
             raise ValueError("texts is empty: nothing to encode")
         if supported:
             self.calls.setdefault((name, hf_split, hf_subset), []).append((prompt_type, keys))
+            template = self.extractor.template
             self.last_states_info = {
                 "pooling": self.extractor.pooling,
                 "final_norm": self.extractor.final_norm,
+                **({"template": template} if template is not None else {}),
             }
         return embeddings
 
@@ -283,6 +285,7 @@ def with_layer_dynamics(
     device: str | None = None,
     dtype: str | None = None,
     max_length: int = 512,
+    template: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     name: str | None = None,
     revision: str | None = None,
@@ -294,7 +297,9 @@ def with_layer_dynamics(
         model: a SentenceTransformer, an mteb encoder around one (e.g. a pruned model from
             :func:`mteb_lrd.prune`), a transformers model, or a path / name of either.
         tokenizer: tokenizer of a plain transformers model (decoders: pass it explicitly).
-        pooling / final_norm / device / dtype / max_length: see :class:`~mteb_lrd.LayerExtractor`.
+        pooling / final_norm / device / dtype / max_length / template: see
+            :class:`~mteb_lrd.LayerExtractor` (``template="prompteol"`` scores and measures a decoder
+            on PromptEOL-wrapped texts; give the run its own ``name`` so its results stay apart).
         cache_dir: folder of the resumable extraction cache: every shard of per-layer vectors is
             saved there, so a run killed inside a task recomputes only the missing shards
             (``None``: no cache).
@@ -317,7 +322,7 @@ def with_layer_dynamics(
     opts = LayerDynamicsOptions.from_kwargs(options)
     extractor_kwargs = {
         "tokenizer": tokenizer, "pooling": pooling, "final_norm": final_norm, "device": device,
-        "dtype": dtype, "max_length": max_length, "batch_size": opts.default_batch_size,
+        "dtype": dtype, "max_length": max_length, "template": template, "batch_size": opts.default_batch_size,
         "show_progress_bar": False, "cache_dir": None if cache_dir is None else os.fspath(cache_dir),
     }  # fmt: skip
     seams.install()

@@ -12,6 +12,7 @@ that was interrupted), so the study resumes.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -93,18 +94,7 @@ def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
     if not blocks:
         return model, model.model
     pruned = prune(model.model, blocks)
-    variant = StudyModel(
-        model.name,
-        pruned,
-        model.tokenizer,
-        model.family,
-        model.params,
-        model.dim,
-        model.layers - len(blocks),
-        model.kind,
-        model.max_length,
-    )
-    return variant, pruned
+    return dataclasses.replace(model, model=pruned, layers=model.layers - len(blocks)), pruned
 
 
 def measure_cell(
@@ -136,7 +126,7 @@ def measure_cell(
     )
     result = cell.dynamics.result
     rules = rule_scores(result.frenet, result.nrs, result.gfmi)
-    calibration = [cell.texts[i] for i in cell.rows["frenet"]]
+    calibration = model.texts([cell.texts[i] for i in cell.rows["frenet"]])
     influence = block_influence(
         model.model,
         calibration,
@@ -156,7 +146,7 @@ def measure_cell(
     )
     done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
     block_sets = [()] + sorted({tuple(c["blocks"]) for c in choices})
-    speed_sample = texts[:speed_texts]
+    speed_sample = model.texts(texts[:speed_texts])
     for blocks in block_sets:
         key = ",".join(map(str, blocks))
         if key in done:
@@ -197,6 +187,7 @@ def measure_cell(
             "text_order": text_order,
             "reproduce": reproduce,
             "prompt": prompt,
+            "template": model.template,
         },
         "reproduce": reproduce,
         "extraction": cell.dynamics.extraction,
@@ -223,12 +214,14 @@ def run_prune_study(
     reproduce: str = "ours",
     text_order: str = "interleaved",
     prompt_policy: str = "mteb",
+    decoder_template: str | None = None,
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Run every (model, task) cell not recorded yet in ``out_dir/records``; returns ``out_dir``.
 
-    ``caps``: per-family text caps of the profiles; ``reproduce``, ``text_order`` and
-    ``prompt_policy`` as in :func:`mteb_lrd.studies.selection.run_selection_study`.
+    ``caps``: per-family text caps of the profiles; ``reproduce``, ``text_order``,
+    ``prompt_policy`` and ``decoder_template`` as in
+    :func:`mteb_lrd.studies.selection.run_selection_study`.
 
     Raises:
         ValueError: bad mapping, budgets, caps, or no model / task.
@@ -262,4 +255,12 @@ def run_prune_study(
             prompt_policy=prompt_policy,
         )
 
-    return run_cells(models, tasks, out_dir, measure, max_length=max_length, progress=say)
+    return run_cells(
+        models,
+        tasks,
+        out_dir,
+        measure,
+        max_length=max_length,
+        decoder_template=decoder_template,
+        progress=say,
+    )

@@ -9,6 +9,7 @@ no task head). Scores come from ``mteb.evaluate`` through the layer-dynamics wra
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate
 from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import atomic_write_json, read_json
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
 from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams
@@ -65,6 +67,8 @@ class StudyModel:
         family / params / dim / layers / kind: as in :class:`mteb_lrd.studies.panel.PanelModel`.
         max_length: token truncation applied everywhere (SentenceTransformers: their
             ``max_seq_length`` is lowered to it).
+        template: the resolved text template (:mod:`mteb_lrd.extraction.templates`) every text of
+            the model goes into, for scoring, LRD, block influence and timing alike; ``None``: none.
     """
 
     name: str
@@ -76,16 +80,25 @@ class StudyModel:
     layers: int
     kind: str
     max_length: int = 512
+    template: str | None = None
 
     def info(self) -> dict[str, Any]:
         """Covariates and description, JSON-serialisable."""
-        return {
-            k: getattr(self, k) for k in ("name", "family", "params", "dim", "layers", "kind", "max_length")
-        }
+        keys = ("name", "family", "params", "dim", "layers", "kind", "max_length", "template")
+        return {k: getattr(self, k) for k in keys}
+
+    def texts(self, texts: Sequence[str]) -> list[str]:
+        """``texts`` as the model reads them: put into its template when it has one."""
+        return apply_template(texts, self.template)
 
 
 def load_study_model(
-    spec: str, *, cache_dir: str | Path | None = None, tokenizer: Any = None, max_length: int = 512
+    spec: str,
+    *,
+    cache_dir: str | Path | None = None,
+    tokenizer: Any = None,
+    max_length: int = 512,
+    decoder_template: str | None = None,
 ) -> StudyModel:
     """Load a panel model by name (preparing it when needed) or a model folder.
 
@@ -94,10 +107,13 @@ def load_study_model(
         cache_dir: the panel's cache folder.
         tokenizer: an explicit tokenizer for a plain transformers folder.
         max_length: token truncation (a SentenceTransformer's ``max_seq_length`` is lowered to it).
+        decoder_template: the text template of decoders (:data:`~mteb_lrd.extraction.templates.TEMPLATES`
+            name or text; ``None`` / ``"none"``: bare texts); encoders keep their texts.
 
     Raises:
-        ValueError: when ``spec`` is neither a panel name nor an existing folder.
+        ValueError: when ``spec`` is neither a panel name nor an existing folder, or for a bad template.
     """
+    template = resolve_template(decoder_template)
     entry = PANEL.get(spec)
     path = prepare(spec, cache_dir) if entry is not None else Path(spec)
     if not path.is_dir():
@@ -115,14 +131,17 @@ def load_study_model(
     located = locate(model)
     hf = located.model
     params = sum(p.numel() for p in hf.parameters())
+    kind: str
     if entry is not None:
-        return StudyModel(
-            spec, model, tok, entry.family, params, entry.dim, located.num_blocks, entry.kind, max_length
-        )
-    kind = "decoder" if located.spec.causal else ("sentence-transformer" if tok is None else "encoder")
-    family = str(getattr(hf.config, "model_type", type(hf).__name__))
-    dim = int(getattr(hf.config, "hidden_size", 0))
-    return StudyModel(path.name, model, tok, family, params, dim, located.num_blocks, kind, max_length)
+        name, family, dim, kind = spec, entry.family, entry.dim, entry.kind
+    else:
+        name, family = path.name, str(getattr(hf.config, "model_type", type(hf).__name__))
+        dim = int(getattr(hf.config, "hidden_size", 0))
+        kind = "decoder" if located.spec.causal else ("sentence-transformer" if tok is None else "encoder")
+    own_template = template if kind == "decoder" and tok is not None else None  # plain decoders
+    return StudyModel(
+        name, model, tok, family, params, dim, located.num_blocks, kind, max_length, own_template
+    )
 
 
 def task_texts(task: Any, order: str = "interleaved") -> list[str]:
@@ -199,6 +218,7 @@ def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
         target,
         tokenizer=model.tokenizer,
         max_length=model.max_length,
+        template=model.template,
         per_layer=False,
         frenet_cap=3,
         nrs_cap=3,
@@ -215,14 +235,18 @@ def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, An
     import mteb
 
     start = time.perf_counter()
-    result = mteb.evaluate(
-        encoder,
-        [task],
-        cache=None,
-        encode_kwargs={"batch_size": batch_size},
-        co2_tracker=False,
-        show_progress_bar=False,
-    )
+    with warnings.catch_warnings():
+        # mteb_encoder keeps a plain decoder's in-run dynamics at 3 texts on purpose (the cells measure
+        # their own on the spec's texts): the wrapper's "degenerate input" warning says nothing here.
+        warnings.filterwarnings("ignore", message="mteb-lrd: degenerate input", category=UserWarning)
+        result = mteb.evaluate(
+            encoder,
+            [task],
+            cache=None,
+            encode_kwargs={"batch_size": batch_size},
+            co2_tracker=False,
+            show_progress_bar=False,
+        )
     seconds = time.perf_counter() - start
     task_result = result.task_results[0]
     split = task.metadata.eval_splits[0]
@@ -269,31 +293,54 @@ def run_cells(
     measure: CellMeasure,
     *,
     max_length: int = 512,
+    decoder_template: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Measure every (model, task) cell without a record in ``out_dir`` and write its record.
 
     Models are loaded only when one of their cells is missing; each finished cell is written at
-    once (atomically), so an interrupted study resumes with the next missing cell.
+    once (atomically), so an interrupted study resumes with the next missing cell. Model folders
+    are loaded with ``max_length`` and ``decoder_template`` (:func:`load_study_model`).
 
     Raises:
-        ValueError: with no model or no task.
+        ValueError: with no model or no task, or for a bad template.
     """
+    template = resolve_template(decoder_template)  # a bad template fails before any model loads
     if not models or not tasks:
         raise ValueError("need at least one model and one task")
     say = progress or (lambda _message: None)
     for spec in models:
         label = spec.name if isinstance(spec, StudyModel) else Path(str(spec)).name
-        missing = [t for t in tasks if read_record(record_path(out_dir, label, t)) is None]
+        recorded = {t: read_record(record_path(out_dir, label, t)) for t in tasks}
+        _check_same_template(recorded, spec.template if isinstance(spec, StudyModel) else template, out_dir)
+        missing = [t for t, record in recorded.items() if record is None]
         if not missing:
             say(f"{label}: all {len(tasks)} tasks recorded")
             continue
-        model = spec if isinstance(spec, StudyModel) else load_study_model(str(spec), max_length=max_length)
+        model = (
+            spec
+            if isinstance(spec, StudyModel)
+            else load_study_model(str(spec), max_length=max_length, decoder_template=decoder_template)
+        )
         for task_name in missing:
             say(f"{model.name} × {task_name}")
             record = measure(model, task_name, tasks[task_name])
             write_record(record_path(out_dir, model.name, task_name), record)
     return Path(out_dir)
+
+
+def _check_same_template(
+    records: Mapping[str, dict[str, Any] | None], template: str | None, out_dir: str | Path
+) -> None:
+    """Refuse to add cells of a decoder under another text template than its recorded cells'."""
+    for task, record in records.items():
+        info = (record or {}).get("model", {})
+        if info.get("kind") == "decoder" and info.get("template") != template:
+            raise ValueError(
+                f"{out_dir}: {info.get('name')} × {task} was recorded with decoder template "
+                f"{info.get('template')!r}, this run asks for {template!r}; a study compares cells of one "
+                "setup: use another --out, or the recorded --decoder-template"
+            )
 
 
 @dataclass
@@ -351,6 +398,7 @@ def profile_cell(
         batch_size=batch_size,
         max_length=model.max_length,
         show_progress_bar=False,
+        template=model.template,
         last_token="reference" if authors else "true",
         pooling_overrides="reference" if authors and model.tokenizer is not None else None,
     )

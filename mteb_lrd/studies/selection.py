@@ -120,6 +120,7 @@ def run_selection_study(
     reproduce: str = "ours",
     text_order: str = "interleaved",
     prompt_policy: str = "mteb",
+    decoder_template: str | None = None,
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Measure and score every (model, task) cell not recorded yet in ``out_dir/records``.
@@ -138,6 +139,9 @@ def run_selection_study(
             overrides, no LRD prompt); recorded in every cell.
         text_order: :data:`mteb_lrd.studies.runner.TEXT_ORDERS` (default the authors' interleaving).
         prompt_policy: :data:`mteb_lrd.studies.runner.LRD_PROMPTS` (``"mteb"`` by default).
+        decoder_template: the text template plain decoders read for scoring and LRD alike
+            (``"prompteol"``, a text with ``{text}``, or ``None``: bare texts, last-token pooled,
+            which bare decoders do not embed well); recorded as the model's ``template``.
         progress: called with one line per cell; ``None`` for silence.
 
     Returns:
@@ -162,4 +166,12 @@ def run_selection_study(
         say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 
-    return run_cells(models, tasks, out_dir, measure, max_length=max_length, progress=say)
+    return run_cells(
+        models,
+        tasks,
+        out_dir,
+        measure,
+        max_length=max_length,
+        decoder_template=decoder_template,
+        progress=say,
+    )

@@ -132,3 +132,53 @@ def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_tas
     assert analyse_selection([record])["reproduce"] == "authors"
     with pytest.raises(ValueError, match="mix reproduce modes"):
         analyse_selection([record, {**record, "reproduce": "ours"}])
+
+
+def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_texts(
+    tmp_path, tiny_task, tiny_model_dir, tiny_st_dir
+):
+    """A decoder under ``decoder_template`` is scored, calibrated and recorded exactly as the bare
+    decoder on texts put into the template by hand; another template cannot join its records."""
+    from mteb_lrd.extraction.templates import TEMPLATES
+    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.pruning.block_influence import block_influence
+    from mteb_lrd.studies.pruning import run_prune_study
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record, task_texts
+
+    template = TEMPLATES["prompteol"]
+    path = tiny_model_dir("llama", num_layers=8)
+    tok = load_tiny_tokenizer(path)
+    model = load_study_model(str(path), tokenizer=tok, decoder_template="prompteol")
+    bare = load_study_model(str(path), tokenizer=tok)
+    assert model.template == template and bare.template is None
+    assert load_study_model(str(tiny_st_dir), decoder_template="prompteol").template is None  # encoders
+    model.name = bare.name = "tiny-llama-8"
+    run_prune_study(
+        [model], {"TinySTS": tiny_task}, tmp_path, budgets=[0.5], caps=Caps(20, 20, 20), speed_texts=8,
+        progress=None,
+    )  # fmt: skip
+    record = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.json")
+    assert record["model"]["template"] == record["settings"]["template"] == template
+    assert record["extraction"]["template"] == template
+
+    def by_hand(text: str) -> str:
+        return template.replace("{text}", text)
+
+    templated_pairs = [
+        {**p, "sentence1": by_hand(p["sentence1"]), "sentence2": by_hand(p["sentence2"])} for p in PAIRS
+    ]
+    templated_task = make_task("STS", "TinySTS", lambda: {"default": {"test": templated_pairs}})
+    expected = mteb_score(mteb_encoder(bare), templated_task())["main_score"]
+    assert record["base_score"] == pytest.approx(expected, abs=1e-12)
+    calibration = [by_hand(t) for t in task_texts(tiny_task())]  # caps 20 >= 16 texts: all, in order
+    influence = block_influence(bare.model, calibration, tokenizer=tok, batch_size=32)
+    np.testing.assert_allclose(record["block_influence"], influence, rtol=1e-6)
+    with pytest.raises(ValueError, match="recorded with decoder template"):
+        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, budgets=[0.5], progress=None)
+
+
+def test_a_bad_decoder_template_fails_before_any_model_loads(tmp_path, tiny_task):
+    from mteb_lrd.studies.selection import run_selection_study
+
+    with pytest.raises(ValueError, match="exactly once"):
+        run_selection_study(["no-such-model"], {"TinySTS": tiny_task}, tmp_path, decoder_template="no slot")
