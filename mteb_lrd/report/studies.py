@@ -212,8 +212,12 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
     out = Path(out_dir)
     table, budgets, methods = analysis["table"], analysis["budgets"], analysis["methods"]
     cols = [f"{b:g}" for b in budgets]
-    lines = ["# Layer pruning", "", f"{len(analysis['cells'])} model × task cells: "
-             + ", ".join(f"{m}/{t}" for m, t in analysis["cells"]), ""]  # fmt: skip
+    lines = ["# Layer pruning", "", f"{len(analysis['cells'])} model × task cells, unpruned main score:", ""]
+    lines += _table(
+        ["model", "task", "unpruned score", "text template"],
+        [[b["model"], b["task"], b["base_score"], b["template"] or "none"] for b in analysis.get("base", [])],
+    )
+    lines += [""]
     lines += ["## Mean score change (median in parentheses), like the paper's Fig. 2", ""]
     rows = [
         [m, *[f"{table[m][c]['mean']:+.4f} ({table[m][c]['median']:+.4f})" for c in cols]] for m in methods

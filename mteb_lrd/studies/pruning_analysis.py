@@ -37,9 +37,19 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
     Random is the mean over its seeds within each cell; the other methods are paired with it by cell.
     Per budget, ``random_seeds`` gives Random's spread over seeds (:func:`random_seed_spread` of each
     seed's mean Δ over cells) and every method's entry says whether its mean Δ lies inside that range
-    (``within_random_range``).
+    (``within_random_range``). ``base`` lists each cell's unpruned score and the decoder's text
+    template: score changes of a model that does not do the task (a low base score) say nothing.
     """
     cells: dict[tuple[str, str], dict[tuple[str, float], list[dict[str, Any]]]] = {}
+    base = [
+        {
+            "model": rec["model"]["name"],
+            "task": rec["task"],
+            "base_score": float(rec["base_score"]),
+            "template": rec["model"].get("template"),
+        }
+        for rec in records
+    ]
     for rec in records:
         key = (rec["model"]["name"], rec["task"])
         for choice in rec["choices"]:
@@ -84,6 +94,7 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
             }
     return {
         "cells": [list(k) for k in cells],
+        "base": base,
         "budgets": budgets,
         "methods": methods,
         "table": table,

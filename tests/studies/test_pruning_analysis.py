@@ -15,7 +15,7 @@ def _record(model: str, gfmi: float, random_by_seed: dict[int, float]) -> dict:
         {"method": "random", "seed": s, "budget": 0.2, "delta": d, "speedup": 1.1}
         for s, d in random_by_seed.items()
     ]
-    return {"model": {"name": model}, "task": "T", "choices": choices}
+    return {"model": {"name": model}, "task": "T", "base_score": 0.5, "choices": choices}
 
 
 def test_random_seed_spread_hand_computed():

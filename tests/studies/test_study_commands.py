@@ -105,8 +105,12 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
     analysis = analyse_pruning([record], n_resamples=200)
     assert set(analysis["table"]) == set(METHODS)
     assert np.isnan(analysis["table"]["random"]["0.2"]["wilcoxon_p_vs_random"])
+    assert analysis["base"] == [
+        {"model": "tiny-llama-8", "task": "TinySTS", "base_score": record["base_score"], "template": None}
+    ]
     report = write_prune_report(analysis, tmp_path / "report")
     assert "Fig. 2" in report.read_text() and (tmp_path / "report" / "pruning.html").is_file()
+    assert f"| tiny-llama-8 | TinySTS | {record['base_score']:.3f} | none |" in report.read_text()
     assert json.loads(json.dumps(analysis))["budgets"] == [0.2, 0.5]
 
 
