@@ -156,3 +156,20 @@ def test_prune_a_transformers_decoder_saves_a_transformers_folder(tiny_model_dir
     config = json.loads((out / "config.json").read_text())
     assert config["num_hidden_layers"] == 2 and config["mteb_lrd_pruning"]["removed_blocks"] == [0, 2]
     assert (out / "tokenizer.json").is_file() and not (out / "modules.json").exists()
+
+
+def test_a_templated_run_is_an_experiment_beside_the_plain_run(tiny_model_dir, local_sts, tmp_path):
+    """``run --template prompteol`` stores the decoder's results as the mteb experiment
+    ``template_prompteol`` of the model: a plain run before it is neither skipped into nor overwritten."""
+    results = tmp_path / "results"
+    common = ["--model", tiny_model_dir("llama"), "--local-task", f"{local_sts}=STS", "--results", results]
+    assert _cli(["run", *common]) == 0
+    assert _cli(["run", *common, "--template", "prompteol"]) == 0
+    variants = {v.experiment: v for v in load_variants(results)}
+    assert set(variants) == {None, "template_prompteol"}
+    assert variants["template_prompteol"].experiment_kwargs == {"template": "prompteol"}
+    plain, templated = (variants[k].tasks["tinysts"].subsets[0] for k in (None, "template_prompteol"))
+    assert templated["layer_dynamics"]["template"] == 'This sentence : "{text}" means in one word:"'
+    assert "template" not in plain["layer_dynamics"] and plain["main_score"] != templated["main_score"]
+    with pytest.raises(ValueError, match="exactly once"):
+        _cli(["run", *common, "--template", "no slot"])

@@ -203,6 +203,18 @@ def test_resume_needs_the_layer_keys(models, task_specs, tmp_path):
     assert not is_finished(unit, config)
 
 
+def test_a_templated_unit_is_its_own_experiment_and_resumes_apart(models, task_specs, tmp_path):
+    plain = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    templated = UnitConfig(str(tmp_path), {**OPTIONS, "template": "the {text} ."}, batch_size=4)
+    unit = Unit(models[0], task_specs[0])
+    first = run_unit(unit, plain)
+    assert is_finished(unit, plain) and not is_finished(unit, templated)
+    second = run_unit(unit, templated)
+    assert is_finished(unit, templated) and is_finished(unit, plain)
+    assert Path(second.path).parent.name.startswith("template_custom-") and Path(first.path).is_file()
+    assert second.main_score != first.main_score
+
+
 def test_unit_keys_and_bad_resources(models, task_specs, tmp_path):
     relative = os.path.relpath(models[0])
     assert Unit(relative, task_specs[0]).key == Unit(models[0], task_specs[0]).key

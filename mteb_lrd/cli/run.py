@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
 from mteb_lrd.cli.options import add_list_option, path_arg
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
+from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 
@@ -60,6 +61,10 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store-dtype", choices=STORE_DTYPES, default="float32",
                         help="dtype the per-layer vectors are kept in (float16: half the memory, "
                         "per-layer scores change in about the 4th digit; default float32)")  # fmt: skip
+    parser.add_argument("--template", default=None, metavar="TEMPLATE",
+                        help="put every text of a plain transformers model into a template first: "
+                        "'prompteol' (PromptEOL, for decoders pooled at the last token) or a text with one "
+                        "{text}; results go to the mteb experiment template_<name> of the model")  # fmt: skip
     parser.add_argument("--cache-dir", default=None, metavar="FOLDER",
                         help="resumable extraction cache: a run killed inside a task recomputes only "
                         "the missing shards (default <results>/mteb-lrd-cache, removed once the model's "
@@ -71,7 +76,9 @@ def lrd_options(args: argparse.Namespace) -> dict:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be a positive integer; got {args.batch_size}")
     check_store_options(args.memory_budget_mb, args.store_dtype)
+    template = resolve_template(args.template)  # a bad one fails before any model loads
     return {
+        **({"template": template} if template is not None else {}),
         "per_layer": not args.no_per_layer,
         "frenet_cap": args.frenet_cap,
         "nrs_cap": args.nrs_cap,

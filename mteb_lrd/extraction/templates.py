@@ -8,9 +8,10 @@ sits inside it, so the pooled last token is the template's, not the text's.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
-__all__ = ["TEXT_SLOT", "TEMPLATES", "resolve_template", "apply_template"]
+__all__ = ["TEXT_SLOT", "TEMPLATES", "resolve_template", "apply_template", "template_label"]
 
 TEXT_SLOT = "{text}"
 """Where the text goes in a template (replaced literally: braces in texts are safe)."""
@@ -48,3 +49,12 @@ def apply_template(texts: Sequence[str], template: str | None) -> list[str]:
         return list(texts)
     head, tail = template.split(TEXT_SLOT)
     return [head + text + tail for text in texts]
+
+
+def template_label(template: str) -> str:
+    """A short, file-name-safe name of a resolved template: its :data:`TEMPLATES` name, else
+    ``custom-<first 8 hex digits of its SHA-256>`` (results of a templated run are stored under it)."""
+    for name, text in TEMPLATES.items():
+        if text == template:
+            return name
+    return "custom-" + hashlib.sha256(template.encode("utf-8")).hexdigest()[:8]

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.options import LAYER_KEYS
 from mteb_lrd.io import atomic_write_json, content_key, read_json
 
@@ -119,7 +120,10 @@ def units_for(models: Sequence[str], tasks: Sequence[str],
 
 
 def _ledger(config: UnitConfig, unit: Unit) -> Path:
-    return Path(config.results) / LEDGER_FOLDER / f"{unit.key}.json"
+    # A templated run is another experiment of the model: its own entry, so neither skips the other.
+    template = config.options.get("template")
+    suffix = f"-template_{template_label(template)}" if template else ""
+    return Path(config.results) / LEDGER_FOLDER / f"{unit.key}{suffix}.json"
 
 
 def is_finished(unit: Unit, config: UnitConfig) -> bool:

@@ -27,6 +27,7 @@ from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
 from mteb_lrd.integration.naming import model_meta
 from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions
@@ -95,9 +96,13 @@ class LayerDynamicsModel(AbsEncoder):
             options.store_dtype,
             options.spill_dir if options.spill_dir is not None else cache_dir,
         )
-        self.mteb_model_meta = model_meta(
-            self.inner, self.extractor.loaded.architecture.model, name, revision
-        )
+        meta = model_meta(self.inner, self.extractor.loaded.architecture.model, name, revision)
+        if self.extractor.template is not None:  # its results sit beside the model's, never over them
+            label = {"template": template_label(self.extractor.template)}
+            meta = meta.model_copy(
+                update={"experiment_kwargs": {**dict(meta.experiment_kwargs or {}), **label}}
+            )
+        self.mteb_model_meta = meta
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
         self.depth = 0
@@ -299,7 +304,8 @@ def with_layer_dynamics(
         tokenizer: tokenizer of a plain transformers model (decoders: pass it explicitly).
         pooling / final_norm / device / dtype / max_length / template: see
             :class:`~mteb_lrd.LayerExtractor` (``template="prompteol"`` scores and measures a decoder
-            on PromptEOL-wrapped texts; give the run its own ``name`` so its results stay apart).
+            on PromptEOL-wrapped texts; mteb stores its results as an experiment of the model,
+            ``<model>/<revision>/experiments/template_prompteol/``, beside the plain run's).
         cache_dir: folder of the resumable extraction cache: every shard of per-layer vectors is
             saved there, so a run killed inside a task recomputes only the missing shards
             (``None``: no cache).
