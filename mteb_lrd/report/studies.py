@@ -132,9 +132,9 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
         "",
     ]
     lines += _table(
-        ["model", "family", "params (M)", "dim", "layers", "kind"],
+        ["model", "family", "params (M)", "dim", "layers", "kind", "text template"],
         [
-            [m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"]]
+            [m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"], i.get("template") or "none"]
             for m, i in sorted(models.items())
         ],
     )

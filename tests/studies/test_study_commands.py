@@ -70,6 +70,7 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
     assert any("only 1 tasks" in c for c in analysis["caveats"])
     report = write_selection_report(analysis, tmp_path / "report", ["frenet_d0L", "rankme"])
     assert "Label-free model selection" in report.read_text()
+    assert "| tiny-llama | " in report.read_text() and " | decoder | none |" in report.read_text()
     assert (tmp_path / "report" / "scatter_rankme.png").stat().st_size > 1000
     # resumable: a second run finds every cell recorded and loads no model
     # resumable: every cell of "tiny-llama" is recorded, so a rerun by that name loads nothing (the
