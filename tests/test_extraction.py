@@ -243,3 +243,23 @@ def test_real_minilm(texts):
     encoded = st.encode(texts, batch_size=8)
     assert np.array_equal(result.embeddings, encoded)
     np.testing.assert_allclose(result.states[-1], encoded, atol=1e-6)
+
+
+def test_a_loaded_model_stays_on_its_device(tiny_model_dir, texts, monkeypatch):
+    """A caller's model object is not moved: with a GPU "visible", a CPU model is still run on the
+    CPU (moving it would fail on this CUDA-less torch), and a path would go to cuda."""
+    from mteb_lrd.extraction.loading import resolve_device
+
+    path = tiny_model_dir("llama")
+    model = AutoModel.from_pretrained(path).eval()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device(None, model) == torch.device("cpu")
+    assert resolve_device(None, str(path)) == torch.device("cuda")
+    assert resolve_device("cpu", str(path)) == torch.device("cpu")
+    extractor = LayerExtractor(model, load_tiny_tokenizer(path), batch_size=8, show_progress_bar=False)
+    states = extractor.extract(texts).states
+    assert extractor.device == torch.device("cpu")
+    assert next(model.parameters()).device == torch.device("cpu")
+    np.testing.assert_allclose(
+        states[-1], _reference_layer(model, load_tiny_tokenizer(path), texts, -1, True, 8), atol=1e-5
+    )

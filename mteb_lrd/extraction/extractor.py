@@ -80,7 +80,8 @@ class LayerExtractor:
             on ``h_L`` only), ``"all"`` (final norm on every hidden state) or ``"none"`` (no final
             norm, ``h_L`` is the raw last block output).
         batch_size: texts per forward pass.
-        device: ``None`` → cuda when available, else cpu.
+        device: ``None`` → a loaded model's own device (it is not moved); for a path or name, cuda
+            when available, else cpu.
         dtype: compute dtype (``None`` keeps the model's).
         max_length: truncation length; a SentenceTransformer truncates at the smaller of it and its
             own ``max_seq_length`` (what was used is ``self.max_length``).
@@ -134,7 +135,7 @@ class LayerExtractor:
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        self.device = resolve_device(device)
+        self.device = resolve_device(device, model)
         self.dtype = resolve_dtype(dtype)
         self.loaded = load_model(model, tokenizer, device=self.device, dtype=self.dtype)
         if self.loaded.is_sentence_transformer:

@@ -80,11 +80,16 @@ def sentence_transformers_pooling_config(name: str) -> dict[str, Any] | None:
         return None
 
 
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` → ``cuda`` when a GPU is visible, else ``cpu``."""
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+def resolve_device(device: str | torch.device | None, model: object = None) -> torch.device:
+    """``None`` → the device of ``model`` when it is a loaded torch module (a caller's model is
+    never moved behind its back), else ``cuda`` when a GPU is visible, else ``cpu``."""
+    if device is not None:
+        return torch.device(device)
+    if isinstance(model, torch.nn.Module):
+        first = next(model.parameters(), None)
+        if first is not None:
+            return first.device
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:

@@ -63,7 +63,7 @@ def block_influence(
         raise ValueError("texts must not be empty")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    loaded = load_model(model, tokenizer, device=resolve_device(device))
+    loaded = load_model(model, tokenizer, device=resolve_device(device, model))
     hf = loaded.architecture.model
     if is_sentence_transformer(loaded.model):
         tok = loaded.model.tokenizer
