@@ -19,6 +19,9 @@ Stages (each timed):
    swaps of neighbours whose fp32 similarities differ in the last bit).
 3. lrd(): Frenet / NRS / GFMI of the CPU-extracted states (random states without the model) with
    the GPU kNN against the CPU kNN; profiles within 1e-5.
+4. throughput (CUDA only, no pass / fail): warm texts/s of ``LayerExtractor`` (every hidden state)
+   against ``SentenceTransformer.encode`` (the last), fp32 / fp16 / bf16, batch 64 and 256, on the
+   texts repeated ``--throughput-repeat`` times.
 
 Without CUDA the CUDA parts are skipped with a message, the CPU parts still run (the CPU kNN
 backends are then compared with each other), and the exit code reports only what ran: 0 when every
@@ -145,6 +148,34 @@ def check_extraction(
               f"{stage['runs']['cpu/float32']['seconds']:.2f} s")  # fmt: skip
 
 
+def check_throughput(texts: list[str], repeat: int, report: dict[str, Any], model_path: str | None) -> None:
+    """Warm CUDA texts/s by dtype and batch size: ``LayerExtractor`` (every state) vs ``encode`` (last)."""
+    model = _model(model_path)
+    if model is None or not torch.cuda.is_available() or repeat < 1:
+        report["throughput"] = {"skipped": "needs CUDA, the model and --throughput-repeat >= 1"}
+        return
+    from sentence_transformers import SentenceTransformer
+
+    texts = texts * repeat
+    stage: dict[str, Any] = {"texts": len(texts), "runs": {}}
+    report["throughput"] = stage
+    for dtype in COSINE_TOLERANCE:
+        for batch_size in (64, 256):
+            extractor = LayerExtractor(model, device="cuda", dtype=None if dtype == "float32" else dtype,
+                                       batch_size=batch_size, show_progress_bar=False)  # fmt: skip
+            st = SentenceTransformer(model, device="cuda", model_kwargs={"dtype": getattr(torch, dtype)})
+            timings = {}
+            for name, fn in (
+                ("layer_extractor", functools.partial(extractor.extract, texts)),
+                ("st_encode", functools.partial(st.encode, texts, batch_size=batch_size)),
+            ):
+                fn()  # warm-up on the same shapes
+                timings[name] = round(len(texts) / _timed(fn)[0])
+            stage["runs"][f"{dtype}/batch{batch_size}"] = timings
+            print(f"throughput {dtype} batch {batch_size}: LayerExtractor {timings['layer_extractor']} texts/s "
+                  f"(all states), SentenceTransformer.encode {timings['st_encode']} texts/s")  # fmt: skip
+
+
 def _backends() -> tuple[str, str | None]:
     """(CPU reference backend, GPU backend or None)."""
     cpu = "faiss-cpu" if resolve_backend("auto") != "numpy" and _has_faiss() else "torch"
@@ -236,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--n", type=int, default=None, help="kNN vectors (default 50000 on a GPU, 3000 on CPU)"
     )
+    parser.add_argument(
+        "--throughput-repeat",
+        type=int,
+        default=32,
+        help="texts x this for the CUDA throughput stage (0: skip)",
+    )
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--k", type=int, default=30)
     args = parser.parse_args(argv)
@@ -250,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         ("extraction", lambda: check_extraction(_texts(args.texts), args.batch_size, report, args.model)),
         ("knn", lambda: check_knn(n, args.dim, args.k, report)),
         ("lrd", lambda: check_lrd(report.pop("_states", None), report)),
+        (
+            "throughput",
+            lambda: check_throughput(_texts(args.texts), args.throughput_repeat, report, args.model),
+        ),
     ):
         start = time.perf_counter()
         stage()
