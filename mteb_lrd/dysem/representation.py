@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from mteb_lrd.dysem.store import VectorStore, content_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.extraction.identity import weights_digest
+from mteb_lrd.extraction.loading import resolve_device
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 
@@ -94,7 +95,8 @@ class RepresentationExtractor:
             a missing pad token becomes the EOS token (the reference's rule).
         batch_size: texts per forward pass (texts are sorted by length first).
         max_length: truncation length in tokens.
-        device: torch device; default cuda when available, else cpu.
+        device: torch device; default: a model object's own device (it is not moved), for a path
+            cuda when available, else cpu.
         dtype: torch dtype of the model's weights; default float32 (vectors are always float32).
         cache_dir: folder of the on-disk vector store; ``None`` keeps vectors in memory only.
         show_progress_bar: show a tqdm bar over batches.
@@ -134,7 +136,7 @@ class RepresentationExtractor:
             raise ValueError(f"checkpoint_texts must be a positive integer, got {checkpoint_texts!r}")
         if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = resolve_device(device, model)
         dtype = dtype or torch.float32
         if isinstance(model, (str, os.PathLike)):
             from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -137,3 +137,16 @@ def test_out_of_range_layer_and_bad_settings(tiny_model_dir):
         ex.extract(TEXTS, ["hidden:9"])
     with pytest.raises(ValueError, match="batch_size"):
         extractor_for(path, batch_size=0)
+
+
+def test_a_model_object_stays_on_its_device(tiny_model_dir, monkeypatch):
+    """With a GPU "visible", a CPU model object is run where it is (moving it would fail on this
+    CUDA-less torch), like LayerExtractor."""
+    path = tiny_model_dir("llama")
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    ex = RepresentationExtractor(model, load_tiny_tokenizer(path))
+    out = ex.extract(TEXTS[:2], ["attention"])
+    assert ex.device == torch.device("cpu")
+    ref = single_text_reference(path, TEXTS[0])
+    np.testing.assert_allclose(out["attention"][0], ref["attention"], atol=2e-4, rtol=1e-4)
