@@ -114,7 +114,9 @@ def partial_pearson(x: object, y: object, covariates: object) -> Correlation:
     """The authors' partial correlation: Pearson's r of the residuals of x and y regressed (least
     squares, with intercept) on the covariates' raw values, with scipy's ``pearsonr`` p-value on
     those residuals (``n - 2`` degrees of freedom, as their code computes it; the exact test would
-    use ``n - 2 - k``). NaN when n < 3 or a residual vector is constant.
+    use ``n - 2 - k``). NaN when n < 3, when the residuals have fewer than two degrees of freedom
+    left (``n - rank(design) < 2``: two residual vectors on one line correlate ±1 whatever the
+    data, e.g. five families among six models) or a residual vector is constant.
 
     Args:
         x, y: length-n vectors.
@@ -131,6 +133,8 @@ def partial_pearson(x: object, y: object, covariates: object) -> Correlation:
     if n < 3:
         return Correlation(float("nan"), float("nan"), n)
     design = np.column_stack([np.ones(n), z])
+    if n - np.linalg.matrix_rank(design) < 2:
+        return Correlation(float("nan"), float("nan"), n)
     values = np.column_stack([a, b])
     coef, *_ = np.linalg.lstsq(design, values, rcond=None)
     residual = values - design @ coef

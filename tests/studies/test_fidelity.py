@@ -39,6 +39,31 @@ def test_partial_pearson_is_the_authors_residual_pearson():
     assert np.isnan(partial_pearson(z, y, z).rho)  # x fully explained by the covariate
 
 
+def _residual(v: np.ndarray, covariates: np.ndarray) -> np.ndarray:
+    """v minus its projection on [1, covariates] (hat matrix from the pseudo-inverse)."""
+    design = np.column_stack([np.ones(len(v)), covariates])
+    return v - design @ np.linalg.pinv(design) @ v
+
+
+def test_partial_pearson_is_undefined_without_residual_freedom():
+    # Six models in five families (one-hot, one level dropped): intercept + 4 dummies leave one
+    # residual dimension, so any two residual vectors correlate +-1; that is no evidence.
+    rng = np.random.default_rng(3)
+    family = np.array([0, 0, 1, 2, 3, 4])
+    dummies = (family[:, None] == np.arange(1, 5)).astype(float)
+    for _ in range(5):
+        x, y = rng.random(6), rng.random(6)
+        residual = [_residual(v, dummies) for v in (x, y)]
+        assert abs(stats.pearsonr(*residual).statistic) == pytest.approx(1.0)  # the degenerate value
+        assert np.isnan(partial_pearson(x, y, dummies).rho)
+        assert np.isnan(partial_pearson(x, y, dummies).p)
+    # One residual dimension more (a seventh model) and the value is the authors' again.
+    x, y = rng.random(7), rng.random(7)
+    dummies7 = np.vstack([dummies, [0, 0, 0, 1]])
+    expected = stats.pearsonr(_residual(x, dummies7), _residual(y, dummies7))
+    assert partial_pearson(x, y, dummies7).rho == pytest.approx(expected.statistic)
+
+
 def _records():
     rng = np.random.default_rng(1)
     dims = [384, 384, 768, 768, 1024, 4096]
