@@ -79,8 +79,8 @@ def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
 
     The ranks of x and y are regressed (least squares, with intercept) on the ranks of each covariate
     column; ρ is the Pearson correlation of the residuals. The p-value uses a t distribution with
-    ``n - 2 - k`` degrees of freedom (k = number of covariates); NaN when that is < 1 or a residual
-    vector is constant.
+    ``n - 1 - rank(design)`` degrees of freedom (``n - 2 - k`` for k independent covariates; a
+    covariate that repeats others costs none); NaN when that is < 1 or a residual vector is constant.
 
     Args:
         x, y: length-n vectors.
@@ -93,11 +93,13 @@ def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
         raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
     if not np.all(np.isfinite(z)):
         raise ValueError("covariates contain NaN or Inf")
-    n, k = z.shape
-    dof = n - 2 - k
-    if dof < 1:
+    n = a.size
+    if n < 3:
         return Correlation(float("nan"), float("nan"), n)
     design = np.column_stack([np.ones(n), np.apply_along_axis(stats.rankdata, 0, z)])
+    dof = n - 1 - int(np.linalg.matrix_rank(design))
+    if dof < 1:
+        return Correlation(float("nan"), float("nan"), n)
     ranks = np.column_stack([stats.rankdata(a), stats.rankdata(b)])
     coef, *_ = np.linalg.lstsq(design, ranks, rcond=None)
     residual = ranks - design @ coef

@@ -50,6 +50,18 @@ def test_partial_spearman_matches_residual_formula():
 
 def test_partial_spearman_no_dof_is_nan():
     assert np.isnan(partial_spearman(X[:4], Y[:4], np.eye(4)[:, :3]).rho)
+    assert np.isnan(partial_spearman(X[:2], Y[:2], Z[:2]).rho)
+
+
+def test_partial_spearman_repeated_covariate_costs_no_degree_of_freedom():
+    # A copy (or monotone transform) of a covariate adds nothing to the rank regression: the
+    # residuals, ρ and the t test's n - 2 - 1 degrees of freedom are those of the single column.
+    single = partial_spearman(X, Y, Z)
+    for repeated in (np.column_stack([Z, Z]), np.column_stack([Z, np.log(Z), -3 * Z])):
+        got = partial_spearman(X, Y, repeated)
+        assert got.rho == pytest.approx(single.rho) and got.p == pytest.approx(single.p)
+    # Five observations, three copies: one covariate's worth of freedom is lost, not three.
+    assert np.isfinite(partial_spearman(X[:5], Y[:5], np.column_stack([Z[:5]] * 3)).p)
 
 
 def test_bootstrap_ci_against_loop_and_contains_mean():
