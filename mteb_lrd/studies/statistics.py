@@ -74,6 +74,39 @@ def spearman(x: object, y: object) -> Correlation:
     return Correlation(float(result.statistic), float(result.pvalue), int(a.size))
 
 
+def _partial_inputs(x: object, y: object, covariates: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated ``x``, ``y`` (length n) and covariates as an ``(n, k)`` array."""
+    a, b = _vector(x, "x"), _vector(y, "y")
+    z = np.asarray(covariates, dtype=np.float64)
+    z = z[:, None] if z.ndim == 1 else z
+    if z.ndim != 2 or z.shape[0] != a.size or b.size != a.size:
+        raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
+    if not np.all(np.isfinite(z)):
+        raise ValueError("covariates contain NaN or Inf")
+    return a, b, z
+
+
+def _residuals(values: np.ndarray, covariates: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Residuals of the columns of ``values`` regressed (least squares, with intercept) on the
+    columns of ``covariates``, with their degrees of freedom ``n − rank(design)``.
+
+    None when n < 3, when fewer than two degrees of freedom remain (two residual vectors on one
+    line correlate ±1 whatever the data) or when a residual vector is constant.
+    """
+    n = values.shape[0]
+    if n < 3:
+        return None
+    design = np.column_stack([np.ones(n), covariates])
+    free = n - int(np.linalg.matrix_rank(design))
+    if free < 2:
+        return None
+    coef, *_ = np.linalg.lstsq(design, values, rcond=None)
+    residual = values - design @ coef
+    if np.any(residual.std(axis=0) < 1e-12):
+        return None
+    return residual, free
+
+
 def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
     """Spearman partial correlation of x and y controlling for covariates (rank, then residualise).
 
@@ -86,25 +119,14 @@ def partial_spearman(x: object, y: object, covariates: object) -> Correlation:
         x, y: length-n vectors.
         covariates: an (n,) or (n, k) array; categorical covariates must be one-hot (drop one level).
     """
-    a, b = _vector(x, "x"), _vector(y, "y")
-    z = np.asarray(covariates, dtype=np.float64)
-    z = z[:, None] if z.ndim == 1 else z
-    if z.ndim != 2 or z.shape[0] != a.size or b.size != a.size:
-        raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
-    if not np.all(np.isfinite(z)):
-        raise ValueError("covariates contain NaN or Inf")
+    a, b, z = _partial_inputs(x, y, covariates)
     n = a.size
-    if n < 3:
-        return Correlation(float("nan"), float("nan"), n)
-    design = np.column_stack([np.ones(n), np.apply_along_axis(stats.rankdata, 0, z)])
-    dof = n - 1 - int(np.linalg.matrix_rank(design))
-    if dof < 1:
-        return Correlation(float("nan"), float("nan"), n)
     ranks = np.column_stack([stats.rankdata(a), stats.rankdata(b)])
-    coef, *_ = np.linalg.lstsq(design, ranks, rcond=None)
-    residual = ranks - design @ coef
-    if np.any(residual.std(axis=0) < 1e-12):
+    found = _residuals(ranks, np.apply_along_axis(stats.rankdata, 0, z))
+    if found is None:
         return Correlation(float("nan"), float("nan"), n)
+    residual, free = found
+    dof = free - 1
     rho = float(np.clip(np.corrcoef(residual.T)[0, 1], -1.0, 1.0))
     if abs(rho) == 1.0:
         return Correlation(rho, 0.0, n)
@@ -124,26 +146,13 @@ def partial_pearson(x: object, y: object, covariates: object) -> Correlation:
         x, y: length-n vectors.
         covariates: an (n,) or (n, k) array (the authors: log(hidden dim)).
     """
-    a, b = _vector(x, "x"), _vector(y, "y")
-    z = np.asarray(covariates, dtype=np.float64)
-    z = z[:, None] if z.ndim == 1 else z
-    if z.ndim != 2 or z.shape[0] != a.size or b.size != a.size:
-        raise ValueError(f"x, y and covariates must have n = {a.size} rows, got {b.size} and {z.shape}")
-    if not np.all(np.isfinite(z)):
-        raise ValueError("covariates contain NaN or Inf")
-    n = a.size
-    if n < 3:
-        return Correlation(float("nan"), float("nan"), n)
-    design = np.column_stack([np.ones(n), z])
-    if n - np.linalg.matrix_rank(design) < 2:
-        return Correlation(float("nan"), float("nan"), n)
-    values = np.column_stack([a, b])
-    coef, *_ = np.linalg.lstsq(design, values, rcond=None)
-    residual = values - design @ coef
-    if np.any(residual.std(axis=0) < 1e-12):
-        return Correlation(float("nan"), float("nan"), n)
+    a, b, z = _partial_inputs(x, y, covariates)
+    found = _residuals(np.column_stack([a, b]), z)
+    if found is None:
+        return Correlation(float("nan"), float("nan"), a.size)
+    residual, _ = found
     result = stats.pearsonr(residual[:, 0], residual[:, 1])
-    return Correlation(float(result.statistic), float(result.pvalue), n)
+    return Correlation(float(result.statistic), float(result.pvalue), a.size)
 
 
 def bootstrap_ci(
