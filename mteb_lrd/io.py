@@ -23,6 +23,7 @@ from typing import Any
 from mteb_lrd.metrics.summaries import to_jsonable
 
 __all__ = [
+    "folder_bytes",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
@@ -199,3 +200,9 @@ def texts_digest(texts: Sequence[str]) -> str:
     for text in texts:
         h.update(hashlib.sha256(text.encode("utf-8")).digest())
     return h.hexdigest()
+
+
+def folder_bytes(folder: str | os.PathLike[str]) -> int:
+    """Bytes of the files under ``folder`` (0 when it does not exist)."""
+    root = Path(folder)
+    return sum(path.stat().st_size for path in root.rglob("*") if path.is_file()) if root.is_dir() else 0

@@ -25,7 +25,11 @@ def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> in
     """Run every (model, task) unit on Ray; returns 1 when a unit failed, else 0."""
     from mteb_lrd.integration.distributed import UnitConfig, run_units, units_for
 
-    config = UnitConfig(args.results, options, args.batch_size, args.device, args.overwrite)
+    if args.cache_dir is not None:  # a folder every node reaches, shared by the units (content-addressed)
+        options = {**options, "cache_dir": str(args.cache_dir)}
+    config = UnitConfig(
+        args.results, options, args.batch_size, args.device, args.overwrite, cache=not args.no_cache
+    )
     outcomes = run_units(
         units_for(models, [*args.task, *args.local_task]),
         config,

@@ -7,6 +7,7 @@ import contextlib
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -15,9 +16,11 @@ from mteb_lrd.cli.options import add_list_option, path_arg
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
+from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
+from mteb_lrd.io import folder_bytes
 
-__all__ = ["add_lrd_options", "lrd_options", "register", "run"]
+__all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
 
 EPILOG = """examples:
   mteb-lrd run --task demo
@@ -27,6 +30,8 @@ EPILOG = """examples:
   mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
   mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
   mteb-lrd run --model ./big-decoder --task LocalSICK-R --memory-budget-mb 512 --store-dtype float16
+  mteb-lrd run --model ./7b-decoder --local-task data/corpus=Retrieval --store-dtype float16 \
+      --per-layer-layers last:4 --no-cache --spill-dir /scratch      # a 7B model on a big corpus
 
 Results are normal mteb <Task>.json files (ResultCache layout) with two extra keys per subset:
 `layer_dynamics` and `per_layer`. Re-running resumes: finished tasks are skipped, results without
@@ -51,6 +56,11 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when available)")
     parser.add_argument("--no-per-layer", action="store_true", help="skip the per-layer main scores")
+    parser.add_argument("--per-layer-layers", default=DEFAULT_LAYER_CHOICE, metavar="CHOICE",
+                        help="hidden states that get a per-layer main score: 'auto' (default: every state of "
+                        "models with up to 13 states, else 9 evenly spaced from h_0 to h_L), 'all', "
+                        "'every:N', 'last:N' or indices '0,8,16'; h_L always. Only these states of every "
+                        "text are kept; the layer dynamics use every state of the texts they sample")  # fmt: skip
     parser.add_argument("--frenet-cap", type=int, default=1000, help="texts for Frenet (default 1000)")
     parser.add_argument("--nrs-cap", type=int, default=1000, help="texts for NRS (default 1000)")
     parser.add_argument("--gfmi-cap", type=int, default=5000, help="texts for GFMI (default 5000)")
@@ -65,10 +75,16 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
                         help="put every text of a plain transformers model into a template first: "
                         "'prompteol' (PromptEOL, for decoders pooled at the last token) or a text with one "
                         "{text}; results go to the mteb experiment template_<name> of the model")  # fmt: skip
+    parser.add_argument("--spill-dir", default=None, metavar="FOLDER",
+                        help="local scratch folder for per-layer vectors above the memory budget (default: "
+                        "the system temporary folder, TMPDIR; nameless files, nothing is left behind)")  # fmt: skip
     parser.add_argument("--cache-dir", default=None, metavar="FOLDER",
                         help="resumable extraction cache: a run killed inside a task recomputes only "
                         "the missing shards (default <results>/mteb-lrd-cache, removed once the model's "
-                        "run finishes; a folder given here is kept)")  # fmt: skip
+                        "run finishes; a folder given here is kept). It holds what the run keeps: the "
+                        "embeddings, the chosen states and every state of the sampled texts")  # fmt: skip
+    parser.add_argument("--no-cache", action="store_true",
+                        help="no extraction cache (big tasks: saves its disk; a killed task starts over)")  # fmt: skip
 
 
 def lrd_options(args: argparse.Namespace) -> dict:
@@ -76,10 +92,15 @@ def lrd_options(args: argparse.Namespace) -> dict:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be a positive integer; got {args.batch_size}")
     check_store_options(args.memory_budget_mb, args.store_dtype)
+    check_layer_choice(args.per_layer_layers)
+    if args.no_cache and args.cache_dir is not None:
+        raise ValueError("--no-cache and --cache-dir contradict each other: give one")
     template = resolve_template(args.template)  # a bad one fails before any model loads
     return {
         **({"template": template} if template is not None else {}),
+        **({"spill_dir": str(args.spill_dir)} if args.spill_dir is not None else {}),
         "per_layer": not args.no_per_layer,
+        "per_layer_layers": args.per_layer_layers,
         "frenet_cap": args.frenet_cap,
         "nrs_cap": args.nrs_cap,
         "gfmi_cap": args.gfmi_cap,
@@ -89,8 +110,11 @@ def lrd_options(args: argparse.Namespace) -> dict:
     }
 
 
-def extraction_cache(spec: str, args: argparse.Namespace) -> tuple[Path, bool]:
-    """The model's extraction cache folder and whether it is removed after a finished run."""
+def extraction_cache(spec: str, args: argparse.Namespace) -> tuple[Path | None, bool]:
+    """The model's extraction cache folder (``None``: ``--no-cache``) and whether it is removed after
+    a finished run."""
+    if args.no_cache:
+        return None, False
     if args.cache_dir is not None:
         return Path(args.cache_dir), False
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.strip("/"))[-100:] or "model"
@@ -140,11 +164,18 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
         co2_tracker=False,
         show_progress_bar=True,
     )
-    if temporary:  # every task's results are written: the vectors are no longer needed to resume
+    print(disk_line(spec, wrapped, cache_dir))
+    if temporary and cache_dir is not None:  # every result is written: the vectors are not needed to resume
         shutil.rmtree(cache_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             cache_dir.parent.rmdir()
     return list(result.task_results)
+
+
+def disk_line(what: str, wrapped: Any, cache_dir: Path | None) -> str:
+    """What a run put on disk: the spill's peak and the extraction cache's size."""
+    cache = f"{folder_bytes(cache_dir) / 2**20:.1f} MB in {cache_dir}" if cache_dir is not None else "off"
+    return f"{what}	disk: spill peak {wrapped.peak_spill_bytes / 2**20:.1f} MB, extraction cache {cache}"
 
 
 def print_summary(spec: str, task_results: list) -> None:

@@ -16,6 +16,7 @@ import contextlib
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ from mteb_lrd.io import content_key, texts_digest
 __all__ = [
     "FINAL_NORMS",
     "REFERENCE_DECODER_BATCH",
+    "KeptStates",
     "LayerStates",
     "LayerExtractor",
     "extract_layer_states",
@@ -55,6 +57,41 @@ __all__ = [
 _CACHE_FORMAT = 1
 REFERENCE_DECODER_BATCH = 4
 """Batch size of the authors' decoder extraction; ``last_token="reference"`` uses it."""
+
+
+@dataclass(frozen=True)
+class KeptStates:
+    """What :meth:`LayerExtractor.iter_shards` keeps of each shard instead of every state of every text.
+
+    Attributes:
+        layers: hidden states kept for every text (``"layers"``: ``(len(layers), n, d)``).
+        full_rows: per input text, whether every state is kept (``"full"``: ``(L+1, m, d)`` for the
+            shard's ``m`` such texts, in shard order).
+        dtype: dtype of the kept vectors (the embeddings stay float32).
+    """
+
+    layers: tuple[int, ...]
+    full_rows: np.ndarray
+    dtype: str = "float32"
+
+    def digest(self, order: np.ndarray) -> str:
+        """Cache-key part: the kept layers, dtype, and which texts (in extraction order) keep all."""
+        rows = np.packbits(np.asarray(self.full_rows, dtype=bool)[order])
+        return content_key({"layers": list(self.layers), "dtype": self.dtype, "rows": rows.tobytes().hex()})
+
+    def reduce(self, shard: Mapping[str, np.ndarray], positions: np.ndarray) -> dict[str, np.ndarray]:
+        """The kept part of a full shard, plus each text's usability (``"valid"``: finite and non-zero
+        at every state, judged in float32 before any cast)."""
+        states = shard["states"]
+        with np.errstate(invalid="ignore", over="ignore"):
+            valid = (np.isfinite(states).all(axis=2) & (np.abs(states).sum(axis=2) > 0)).all(axis=0)
+        full = np.asarray(self.full_rows, dtype=bool)[positions]
+        return {
+            "embeddings": shard["embeddings"],
+            "valid": valid,
+            "layers": states[list(self.layers)].astype(self.dtype),
+            "full": states[:, full].astype(self.dtype),
+        }
 
 
 class LayerExtractor:
@@ -229,14 +266,20 @@ class LayerExtractor:
         )
 
     def iter_shards(
-        self, texts: Sequence[str], *, prompt: str | None = None
+        self, texts: Sequence[str], *, prompt: str | None = None, keep: KeptStates | None = None
     ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         """:meth:`extract` one shard at a time, so that a caller never holds every vector at once.
+
+        Args:
+            texts: the texts. prompt: as in :meth:`extract`.
+            keep: keep only these states (:class:`KeptStates`); the cache then holds only them too.
 
         Yields:
             ``(positions, {"states": (L+1, n, d), "embeddings": (n, D)})`` per shard of
             ``shard_size`` texts in the model's length order; ``positions`` are the shard's indices
-            into ``texts``. With a cache, a shard computed before is loaded instead of recomputed.
+            into ``texts``. With ``keep``: ``{"embeddings", "valid", "layers", "full"}`` (see
+            :meth:`KeptStates.reduce`). With a cache, a shard computed before is loaded instead of
+            recomputed.
 
         Raises:
             TypeError: for non-string texts. ValueError: for an empty list.
@@ -250,20 +293,27 @@ class LayerExtractor:
         order = self._length_order(cleaned)
         sorted_texts = [cleaned[i] for i in order]
         cache = self.cache
-        key = self._cache_key(sorted_texts, prompt) if cache is not None else ""
+        key = (
+            self._cache_key(sorted_texts, prompt, keep.digest(order) if keep else None)
+            if cache is not None
+            else ""
+        )
         starts = range(0, len(sorted_texts), self.shard_size)
         bar = tqdm(total=len(sorted_texts), desc="layers", unit="text", disable=not self.show_progress_bar)
         with bar, self._hidden_states_enabled(), self._truncation():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
+                positions = order[start : start + self.shard_size]
                 shard = cache.load(f"{key}-{shard_index}", rows=len(chunk)) if cache is not None else None
                 if shard is None:
                     shard = self._run_shard(chunk, prompt, bar)
+                    if keep is not None:
+                        shard = keep.reduce(shard, positions)
                     if cache is not None:
                         cache.save(f"{key}-{shard_index}", shard, rows=len(chunk))
                 else:
                     bar.update(len(chunk))
-                yield order[start : start + self.shard_size], shard
+                yield positions, shard
 
     def _length_order(self, texts: list[str]) -> np.ndarray:
         # The SentenceTransformer's own order makes our batches — and so its embeddings — identical
@@ -274,14 +324,14 @@ class LayerExtractor:
         length = _compat.input_length(self.loaded.model) if self.is_sentence_transformer else None
         return np.argsort([-(length(t) if length else len(t)) for t in texts])
 
-    def _cache_key(self, sorted_texts: list[str], prompt: str | None) -> str:
+    def _cache_key(self, sorted_texts: list[str], prompt: str | None, kept: str | None = None) -> str:
         templated = {"template": self.template} if self.template is not None else {}
         return content_key(
             {
                 **templated,  # absent without one: caches written before templates stay valid
                 "format": _CACHE_FORMAT,
                 "model": self.identity,
-                "layers": "all",
+                "layers": "all" if kept is None else kept,
                 "pooling": self.pooling,
                 "last_token": self.last_token,
                 "final_norm": self.final_norm,

@@ -12,7 +12,7 @@ import copy
 import logging
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from mteb.abstasks.abstask import AbsTask
 from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
+from mteb_lrd.integration.layer_choice import choice_label
 from mteb_lrd.integration.layer_scoring import (
     main_score_only,
     reused_dataloaders,
@@ -39,7 +40,8 @@ from mteb_lrd.pipeline import RowSource
 from mteb_lrd.pipeline import layer_dynamics as compute_layer_dynamics
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.store import TextKey, VectorStore
+    from mteb_lrd.integration.lrd_sample import LRDSample
+    from mteb_lrd.integration.store import TextKey
     from mteb_lrd.integration.wrapper import LayerDynamicsModel
 
 __all__ = ["augment_scores", "layer_dynamics", "per_layer_scores"]
@@ -51,37 +53,44 @@ SubsetEvaluator = Callable[..., dict[str, Any]]
 
 
 def layer_dynamics(
-    store: VectorStore, keys: Sequence[TextKey], options: LayerDynamicsOptions, info: Mapping[str, Any]
+    sample: LRDSample,
+    options: LayerDynamicsOptions,
+    info: Mapping[str, Any],
+    reencode: Callable[[list[TextKey]], None],
 ) -> dict[str, Any]:
     """The ``layer_dynamics`` entry for one task subset.
 
-    Only the rows each metric family samples are read from the store, GFMI's one layer at a time
+    Only the rows each metric family samples are read, GFMI's one layer at a time
     (:class:`~mteb_lrd.pipeline.RowSource`), so the working set is bounded by the caps and one layer;
     the numbers equal those of the metrics on every usable text with the same caps and seed.
 
     Args:
-        store: the per-layer vectors the wrapper kept.
-        keys: the task's texts (see the spec's texts rule).
+        sample: every state of the sampled texts, and every text's usability.
         options: caps, seed and metric parameters.
         info: extra fields recorded as they are (texts rule, prompt, pooling, final-norm convention).
+        reencode: encodes sampled texts whose states were not kept into ``sample`` (the expected
+            number of texts was wrong or unknown, or some texts turned out unusable).
 
     Returns:
         A JSON-serialisable dict: Frenet / NRS / GFMI profiles and summaries, the flat model-level
-        ``summary`` (``frenet_d0L`` first), N used per metric, caps, seed and ``n_dropped`` (rows with
-        NaN / Inf / zero vectors at some layer, excluded).
+        ``summary`` (``frenet_d0L`` first), N used per metric, caps, seed, ``n_dropped`` (texts with
+        NaN / Inf / zero vectors at some layer, excluded) and ``sample`` (expected texts, texts
+        encoded again).
     """
-    usable = np.flatnonzero(store.valid(keys))
-    n = usable.size
-    record: dict[str, Any] = {**info, "n_texts": len(keys), "n_dropped": int(len(keys) - n)}
+    draw = sample.draw()
+    n = len(draw.keys)
+    record: dict[str, Any] = {**info, "n_texts": draw.n_texts, "n_dropped": int(draw.n_texts - n)}
     if n < 4:
         record["error"] = f"{n} usable texts: the metrics need at least 4"
         return to_jsonable(record)
-    caps = options.caps
-    index = caps.rows(n, options.seed)
-    usable_keys = [keys[int(i)] for i in usable]
+    if draw.missing:
+        logger.info("mteb-lrd: encoding %d sampled texts again (expected %s texts, %d usable of %d)",
+                    len(draw.missing), sample.expected, n, draw.n_texts)  # fmt: skip
+        reencode(draw.missing)
+    caps, store = options.caps, sample.store
 
     def keys_of(rows: np.ndarray) -> list[TextKey]:
-        return [usable_keys[i] for i in rows]
+        return [draw.keys[i] for i in rows]
 
     source = RowSource(
         store.num_states,
@@ -89,11 +98,18 @@ def layer_dynamics(
         lambda rows: store.gather(keys_of(rows)),
         lambda layer, rows: store.layer(layer, keys_of(rows)),
     )
-    result = compute_layer_dynamics(source, caps, options.seed, options.params, rows=index).to_dict()
+    result = compute_layer_dynamics(source, caps, options.seed, options.params, rows=draw.rows).to_dict()
     result.pop("n_dropped")
     result["n_input"] = n
     record.update(result)
-    record.update({"caps": asdict(caps), "n_used": {metric: int(idx.size) for metric, idx in index.items()}})
+    record.update(
+        {
+            "caps": asdict(caps),
+            "n_used": {metric: int(idx.size) for metric, idx in draw.rows.items()},
+            "sample": {"expected_texts": sample.expected, "n_reencoded": len(draw.missing)},
+            "store": store.describe(),
+        }
+    )
     return to_jsonable(record)
 
 
@@ -119,7 +135,7 @@ def per_layer_scores(
     kwargs: Mapping[str, Any],
     rng_before: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The task's own evaluator run on every layer's stored vectors (no forward pass).
+    """The task's own evaluator run on the stored vectors of each chosen hidden state (no forward pass).
 
     With ``rng_before`` (:func:`random_states` taken before the ordinary scoring of the subset) every
     layer is scored with the same random draws as the ordinary run, so the last layer's score equals
@@ -131,15 +147,15 @@ def per_layer_scores(
     :mod:`mteb_lrd.integration.layer_scoring`.
 
     Returns:
-        ``{"main_score": name, "layers": [0..L], "relative_depth": [l / L], "scores": [...]}``,
-        plus ``search_depth`` when a retrieval search was cut to the main score's cutoff.
+        ``{"main_score": name, "layer_choice": ..., "num_states": L + 1, "layers": [chosen states],
+        "relative_depth": [l / L], "scores": [...]}``, plus ``search_depth`` when a retrieval search was cut to the main score's cutoff.
     """
     from mteb.timing import TimingStack
 
-    num_states = wrapper.store.num_states
+    layers = wrapper.layers
     encode_kwargs = kwargs.get("encode_kwargs") or {}
     bar = tqdm(
-        range(num_states),
+        layers,
         desc=f"{task.metadata.name}: per-layer scores",
         unit="layer",
         disable=not encode_kwargs.get("show_progress_bar", False),
@@ -160,11 +176,13 @@ def per_layer_scores(
             _compat.add_main_score(task, layer_scores)
             scores.append(float(layer_scores["main_score"]))
     _set_random_states(task, rng_after)
-    last = num_states - 1
+    last = wrapper.extractor.num_layers
     record: dict[str, Any] = {
         "main_score": task.metadata.main_score,
-        "layers": list(range(num_states)),
-        "relative_depth": [layer / last for layer in range(num_states)],
+        "layer_choice": choice_label(wrapper.options.per_layer_layers),
+        "num_states": last + 1,
+        "layers": list(layers),
+        "relative_depth": [layer / last for layer in layers],
         "scores": [None if not np.isfinite(s) else s for s in scores],
         "vectors": "L2-normalised pooled hidden state of each layer (h_0 = embeddings)",
     }
@@ -202,25 +220,19 @@ def augment_scores(
     calls = wrapper.calls.get((meta.name, str(hf_split), str(hf_subset)), [])
     keys = _selected_keys(meta.type, calls)
     options = wrapper.options
-    store_info = wrapper.store.describe()
     try:
         if not keys:
             raise RuntimeError("the task encoded no texts through the wrapper")
         release_freed_memory()  # what the extraction freed, before the LRD and per-layer stages
         if options.layer_dynamics:
-            info = {
-                "texts": texts_rule(meta.type),
-                "prompt": keys[0][0],
-                **wrapper.last_states_info,
-                "store": store_info,
-            }
-            scores["layer_dynamics"] = layer_dynamics(wrapper.store, keys, options, info)
+            info = {"texts": texts_rule(meta.type), "prompt": keys[0][0], **wrapper.last_states_info}
+            scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode)
             release_freed_memory()
         if options.per_layer:
             scores["per_layer"] = per_layer_scores(
                 task, wrapper, evaluate_subset, data_split, kwargs, rng_before
             )
-            scores["per_layer"]["store"] = store_info
+            scores["per_layer"]["store"] = wrapper.store.describe()
     except (ValueError, KeyError, RuntimeError) as err:
         message = f"mteb-lrd: no layer keys for {meta.name} ({hf_split}/{hf_subset}): {err}"
         logger.warning(message)
@@ -228,5 +240,4 @@ def augment_scores(
         for key in options.wanted_keys:
             scores.setdefault(key, {"error": str(err)})
     finally:
-        wrapper.store.clear()
-        wrapper.calls.clear()
+        wrapper.clear()

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.extraction.templates import template_label
-from mteb_lrd.integration.options import LAYER_KEYS
-from mteb_lrd.io import atomic_write_json, content_key, read_json
+from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
+from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
+from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
@@ -81,6 +82,9 @@ class UnitConfig:
         options: :func:`~mteb_lrd.with_layer_dynamics` options (caps, ``per_layer``, ...).
         batch_size: texts per forward pass. device: ``None`` = CUDA when the unit got a GPU.
         overwrite: re-run units that already have results.
+        cache: keep a resumable extraction cache (``options["cache_dir"]``, a folder every node
+            reaches, kept; else :func:`unit_cache_dir`, removed once the unit is done); ``False``:
+            none (a big task's unit saves that disk; a retried unit starts over).
     """
 
     results: str
@@ -88,6 +92,7 @@ class UnitConfig:
     batch_size: int = 32
     device: str | None = None
     overwrite: bool = False
+    cache: bool = True
 
     @property
     def wanted_keys(self) -> tuple[str, ...]:
@@ -105,12 +110,19 @@ class UnitOutcome:
     main_score: float | None = None
     seconds: float = 0.0
     error: str | None = None
+    disk_mb: dict[str, float] | None = None
+    """Disk the unit used: ``{"spill_peak": MB, "cache": MB}`` (the cache measured at the unit's end)."""
 
     def line(self) -> str:
         """One progress line."""
         score = f"main={self.main_score:.4f}" if self.main_score is not None else ""
         where = self.error if self.status == "failed" else self.path
-        return f"[{self.status}] {self.unit}  {score}  {self.seconds:.1f}s  {where}"
+        disk = (
+            f"  disk: spill peak {self.disk_mb['spill_peak']:.1f} MB, cache {self.disk_mb['cache']:.1f} MB"
+            if self.disk_mb
+            else ""
+        )
+        return f"[{self.status}] {self.unit}  {score}  {self.seconds:.1f}s  {where}{disk}"
 
 
 def units_for(models: Sequence[str], tasks: Sequence[str],
@@ -127,14 +139,16 @@ def _ledger(config: UnitConfig, unit: Unit) -> Path:
 
 
 def is_finished(unit: Unit, config: UnitConfig) -> bool:
-    """Whether ``unit`` has a readable result file with ``config``'s layer keys in every row."""
+    """Whether ``unit`` has a readable result file with ``config``'s layer keys in every row (and
+    per-layer scores of every hidden state its layer choice names)."""
     try:
         entry = read_json(_ledger(config, unit))
         data = read_json(entry["path"])
         rows = [row for split_rows in data["scores"].values() for row in split_rows]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
-    return bool(rows) and all(key in row for row in rows for key in config.wanted_keys)
+    choice = config.options.get("per_layer_layers", DEFAULT_LAYER_CHOICE)
+    return bool(rows) and all(row_is_complete(row, config.wanted_keys, choice) for row in rows)
 
 
 def unit_cache_dir(unit: Unit, config: UnitConfig) -> Path:
@@ -169,7 +183,9 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
 
         model = prune(model, list(unit.blocks), name=name, tokenizer=tokenizer)
     options = dict(config.options)
-    temporary = options.get("cache_dir") is None  # a cache_dir the user gave is theirs to keep
+    if not config.cache:
+        options.pop("cache_dir", None)
+    temporary = config.cache and options.get("cache_dir") is None  # a cache_dir the user gave is kept
     if temporary:
         options["cache_dir"] = str(unit_cache_dir(unit, config))
     wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, **options)
@@ -192,9 +208,14 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     rows = [row for split_rows in task_result.scores.values() for row in split_rows]
     main = sum(row["main_score"] for row in rows) / len(rows) if rows else None
     atomic_write_json(_ledger(config, unit), {"unit": asdict(unit), "path": str(path), "main_score": main})
+    cache_dir = options.get("cache_dir")
+    disk = {
+        "spill_peak": round(wrapped.peak_spill_bytes / 2**20, 3),
+        "cache": round(folder_bytes(cache_dir) / 2**20, 3) if cache_dir else 0.0,
+    }
     if temporary:  # the result is written: the vectors are no longer needed to resume
         shutil.rmtree(options["cache_dir"], ignore_errors=True)
-    return UnitOutcome(unit, "done", str(path), main, time.perf_counter() - start)
+    return UnitOutcome(unit, "done", str(path), main, time.perf_counter() - start, disk_mb=disk)
 
 
 def _guarded(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
+from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice, covers
 from mteb_lrd.integration.store import check_store_options
 from mteb_lrd.parameters import DEFAULT_SEED, Caps, MetricParams
 
@@ -13,6 +16,8 @@ __all__ = [
     "LAYER_KEYS",
     "SUPPORTED_TASK_TYPES",
     "LayerDynamicsOptions",
+    "is_lrd_call",
+    "row_is_complete",
     "texts_rule",
 ]
 
@@ -37,24 +42,47 @@ def texts_rule(task_type: str) -> str:
     return "unique texts of the evaluation split"
 
 
+def is_lrd_call(task_type: str, prompt_type: object) -> bool:
+    """Whether the texts of an ``encode`` call are among those the layer dynamics use (retrieval and
+    reranking: the corpus documents only; other types: every call)."""
+    return task_type not in DOCUMENT_TYPES or str(getattr(prompt_type, "value", prompt_type)) == "document"
+
+
+def row_is_complete(row: Mapping[str, Any], wanted_keys: Sequence[str], layer_choice: object) -> bool:
+    """Whether a result row (one subset's scores) has every wanted layer key, and, when
+    ``per_layer`` is wanted, a score for every hidden state ``layer_choice`` names (a rerun with
+    states not scored yet is not skipped)."""
+    if any(key not in row for key in wanted_keys):
+        return False
+    per_layer = row.get("per_layer")
+    if "per_layer" not in wanted_keys or not isinstance(per_layer, Mapping) or "error" in per_layer:
+        return True  # an error is recorded once, not retried forever
+    return covers(per_layer, layer_choice)
+
+
 @dataclass(frozen=True)
 class LayerDynamicsOptions:
     """What the wrapper computes per task subset.
 
     Attributes:
         layer_dynamics / per_layer: compute the ``layer_dynamics`` and ``per_layer`` keys.
+        per_layer_layers: which hidden states get a per-layer score (``"auto"``: all of models with
+            up to 13 states, else 9 evenly spaced from ``h_0`` to ``h_L``; ``"all"``, ``"every:N"``,
+            ``"last:N"``, or indices; ``h_L`` always). Only these states of every text are kept;
+            the layer dynamics use every state of the texts they sample.
         frenet_cap / nrs_cap / gfmi_cap: at most this many texts per metric (reference 1000, 1000,
             5000), drawn with ``RandomState(seed).choice``; ``None`` = all.
         seed: sub-sampling and NRS anchor seed.
         rank / var_threshold: Frenet subspace rank (``None``: explained-variance rule).
         nrs_k / n_anchors / gfmi_k: neighbourhood sizes (clamped to ``N - 1`` on tiny tasks, recorded).
         default_batch_size: used when mteb passes no ``batch_size`` (mteb issue #3547).
-        memory_budget_mb: megabytes of per-layer vectors kept in RAM per task; above it they go to
+        memory_budget_mb: megabytes of per-layer vectors kept in RAM per task (half for the chosen
+            states of every text, half for every state of the sampled texts); above it they go to
             a memory-mapped temporary file (``0``: always on disk; ``math.inf``: never).
         store_dtype: ``"float32"`` (per-layer scores identical to keeping them in RAM) or
             ``"float16"`` (half the bytes; scores change in about the 4th digit).
-        spill_dir: folder of that temporary file (default: the extraction cache folder when there
-            is one, else the system temporary folder; it should be a real disk, not a tmpfs).
+        spill_dir: folder of that temporary file (default: the system temporary folder, ``TMPDIR``;
+            a local disk, not the results folder nor a tmpfs).
         shard_size: texts per extraction shard, the unit a resumed run recomputes at most once
             (``None``: at most 1024 texts and about 64 MB of vectors, a multiple of the batch size).
 
@@ -64,6 +92,7 @@ class LayerDynamicsOptions:
 
     layer_dynamics: bool = True
     per_layer: bool = True
+    per_layer_layers: str | tuple[int, ...] = DEFAULT_LAYER_CHOICE
     frenet_cap: int | None = Caps.frenet
     nrs_cap: int | None = Caps.nrs
     gfmi_cap: int | None = Caps.gfmi
@@ -80,6 +109,9 @@ class LayerDynamicsOptions:
     shard_size: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.per_layer_layers, list):  # a list from JSON / Python: kept hashable
+            object.__setattr__(self, "per_layer_layers", tuple(self.per_layer_layers))
+        check_layer_choice(self.per_layer_layers)
         self.caps  # noqa: B018 - validates the caps
         self.params  # noqa: B018 - validates the metric parameters
         size = self.default_batch_size

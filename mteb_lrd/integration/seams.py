@@ -5,7 +5,8 @@ mteb has no evaluator hooks: every task family scores a subset through one of
 ``mteb.evaluate._check_cache``. :func:`install` wraps both so that, **only when the model is a
 layer-dynamics wrapper** (recognised by its ``is_layer_dynamics_model`` marker), a subset's scores
 gain ``layer_dynamics`` and ``per_layer``, and a cached result lacking them counts as missing
-(re-running adds them instead of silently skipping). For any other model the wrapped functions
+(re-running adds them instead of silently skipping), as does one whose ``per_layer`` lacks a
+hidden state the wrapper's layer choice names. For any other model the wrapped functions
 call the originals unchanged, except that an existing result file mteb cannot parse (torn, edited)
 stops the run with a :class:`ResultFileError` naming the file, for every model. Wrappers take ``*args, **kwargs`` and bind them to the original's own
 signature, so a new mteb parameter passes straight through. Installing is idempotent.
@@ -65,22 +66,22 @@ def track(wrapper: Any) -> None:
     _LIVE.add(wrapper)
 
 
-def _wanted_keys_for(meta: Any) -> set[str]:
-    """Layer keys some live wrapper of this model wants.
+def _wrappers_for(meta: Any) -> list[Any]:
+    """Live wrappers of this model.
 
     ``_check_cache`` sees only the model's meta, which mteb may have copied (``encode_kwargs``
     precision folds into ``experiment_kwargs``): a wrapper matches when name and revision agree and
     its own experiment settings are all present in the meta's.
     """
-    wanted: set[str] = set()
+    found = []
     experiment = dict(getattr(meta, "experiment_kwargs", None) or {})
     for wrapper in list(_LIVE):
         own = wrapper.mteb_model_meta
         if (own.name, own.revision) != (getattr(meta, "name", None), getattr(meta, "revision", None)):
             continue
         if all(experiment.get(k) == v for k, v in (own.experiment_kwargs or {}).items()):
-            wanted.update(wrapper.options.wanted_keys)
-    return wanted
+            found.append(wrapper)
+    return found
 
 
 def _bind(
@@ -89,6 +90,19 @@ def _bind(
     bound = inspect.signature(original).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound
+
+
+def _plan(model: LayerDynamicsModel, task: Any, data_split: Any) -> None:
+    """Tell the wrapper how many texts the subset's layer dynamics will see, before it encodes them."""
+    from mteb_lrd.integration.expected_texts import expected_texts
+
+    meta = task.metadata
+
+    def prompt_of(prompt_type: Any) -> str:
+        return model.resolve_prompt(meta, prompt_type) or ""
+
+    expected = expected_texts(task, data_split, prompt_of) if model.options.layer_dynamics else None
+    model.plan_subset(meta.name, expected)
 
 
 def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,6 +116,7 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
         if not is_layer_dynamics_model(model) or model.depth > 0:
             return original(*args, **kwargs)
         rng_before = random_states(task)
+        _plan(model, task, bound.arguments.get("data_split"))
         model.depth += 1
         try:
             scores = original(*args, **kwargs)
@@ -119,7 +134,7 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
-    from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES
+    from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
 
     @functools.wraps(original)
     def check_cache(*args: Any, **kwargs: Any) -> Any:
@@ -144,14 +159,16 @@ def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
             return existing, missing
         if str(getattr(strategy, "value", strategy)) != "only-missing":
             return existing, missing
-        wanted = _wanted_keys_for(meta)
-        if not wanted:
+        wrappers = _wrappers_for(meta)
+        if not wrappers:
             return existing, missing
         for split, rows in existing.scores.items():
             if split not in task.eval_splits:
                 continue
             for row in rows:
-                if any(key not in row for key in wanted):
+                if not all(
+                    row_is_complete(row, w.options.wanted_keys, w.options.per_layer_layers) for w in wrappers
+                ):
                     subsets = missing.setdefault(split, [])
                     if row["hf_subset"] not in subsets:
                         subsets.append(row["hf_subset"])

@@ -89,6 +89,8 @@ class VectorStore:
         self._file: IO[bytes] | None = None
         self.bytes_in_memory = 0
         self.bytes_on_disk = 0
+        self.peak_bytes_on_disk = 0
+        """The most bytes the spill file held since the store was made (kept across :meth:`clear`)."""
         self.spilled = False
         """Whether some chunk of the current contents went to disk (kept until :meth:`clear`)."""
 
@@ -105,6 +107,9 @@ class VectorStore:
 
     def __len__(self) -> int:
         return len(self._where)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._where
 
     def describe(self) -> dict[str, Any]:
         """Where the vectors of the current contents live, for result files."""
@@ -179,6 +184,7 @@ class VectorStore:
                 "space there, pass another spill_dir / --cache-dir, or raise memory_budget_mb",
             ) from err
         self.bytes_on_disk += chunk.nbytes
+        self.peak_bytes_on_disk = max(self.peak_bytes_on_disk, self.bytes_on_disk)
         self._unmap()  # the file grew: map it again at the next read
         return offset
 

@@ -26,11 +26,13 @@ from mteb.models.abs_encoder import AbsEncoder
 from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
-from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
+from mteb_lrd.integration.layer_choice import resolve_layers
+from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.naming import model_meta
-from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions
+from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions, is_lrd_call
 from mteb_lrd.integration.store import TextKey, VectorStore
 
 if TYPE_CHECKING:
@@ -66,8 +68,10 @@ class LayerDynamicsModel(AbsEncoder):
     Attributes:
         extractor: the one-pass extractor of every hidden state.
         options: what is computed per task subset.
-        store: the pooled per-layer vectors of the current task (in RAM up to the memory budget,
-            then in a memory-mapped temporary file).
+        layers: the hidden states that get per-layer scores.
+        store: the vectors of those states of every text of the current task (in RAM up to the
+            memory budget, then in a memory-mapped temporary file).
+        sample: every state of the texts the layer dynamics sample (same budget rule).
         calls: per ``(task, split, subset)``: the prompt type and keys of each ``encode`` call, until
             augmentation consumes them.
     """
@@ -90,11 +94,12 @@ class LayerDynamicsModel(AbsEncoder):
         backbone = inner.model if self.inner is not None else inner
         self.extractor = LayerExtractor(backbone, **extractor_kwargs)
         self.options = options
-        cache_dir = extractor_kwargs.get("cache_dir")
-        self.store = VectorStore(
-            options.memory_budget_mb,
-            options.store_dtype,
-            options.spill_dir if options.spill_dir is not None else cache_dir,
+        self.layers = resolve_layers(options.per_layer_layers, self.extractor.num_layers + 1)
+        """The hidden states that get per-layer scores (resolved ``options.per_layer_layers``)."""
+        half = options.memory_budget_mb / 2  # the two stores share the budget
+        self.store = VectorStore(half, options.store_dtype, options.spill_dir)
+        self.sample = LRDSample(
+            options.caps, options.seed, VectorStore(half, options.store_dtype, options.spill_dir)
         )
         meta = model_meta(self.inner, self.extractor.loaded.architecture.model, name, revision)
         if self.extractor.template is not None:  # its results sit beside the model's, never over them
@@ -162,8 +167,7 @@ class LayerDynamicsModel(AbsEncoder):
         if name != self._current_task:
             self._warn_unaugmented()
             self._current_task = name
-            self.store.clear()
-            self.calls.clear()
+            self.clear()
         batch_size = int(kwargs.get("batch_size") or self.options.default_batch_size)
         self.extractor.batch_size = batch_size
         self.extractor.shard_size = self._shard_size(batch_size)
@@ -173,22 +177,11 @@ class LayerDynamicsModel(AbsEncoder):
         if not supported:
             self.warn_unsupported(name, task_type)
         keys = [(prompt or "", text) for text in texts]
-        embeddings: np.ndarray | None = None
         try:
-            # One shard at a time: the vectors of a whole call are never held together.
-            for positions, shard in self.extractor.iter_shards(texts, prompt=prompt):
-                if embeddings is None:
-                    final = shard["embeddings"]
-                    embeddings = np.empty((len(texts), *final.shape[1:]), dtype=final.dtype)
-                embeddings[positions] = shard["embeddings"]
-                if supported:
-                    self.store.add([keys[i] for i in positions], shard["states"])
+            embeddings = self._encode_and_keep(texts, keys, prompt, supported, task_type, prompt_type)
         except BaseException:
-            self.store.clear()  # frees a spilled file now, not at the next task
-            self.calls.clear()
+            self.clear()  # frees a spilled file now, not at the next task
             raise
-        if embeddings is None:
-            raise ValueError("texts is empty: nothing to encode")
         if supported:
             self.calls.setdefault((name, hf_split, hf_subset), []).append((prompt_type, keys))
             template = self.extractor.template
@@ -198,6 +191,68 @@ class LayerDynamicsModel(AbsEncoder):
                 **({"template": template} if template is not None else {}),
             }
         return embeddings
+
+    def _encode_and_keep(
+        self,
+        texts: list[str],
+        keys: list[TextKey],
+        prompt: str | None,
+        supported: bool,
+        task_type: str,
+        prompt_type: PromptType | None,
+    ) -> np.ndarray:
+        """The embeddings of ``texts``; keeps the chosen states of every text and every state of the
+        texts the layer dynamics sample, one shard at a time (a call's vectors are never held together)."""
+        per_layer = supported and self.options.per_layer
+        sampled = supported and self.options.layer_dynamics and is_lrd_call(task_type, prompt_type)
+        full_rows = self.sample.admit(keys) if sampled else np.zeros(len(keys), dtype=bool)
+        keep = KeptStates(self.layers if per_layer else (), full_rows, self.options.store_dtype)
+        embeddings: np.ndarray | None = None
+        for positions, shard in self.extractor.iter_shards(texts, prompt=prompt, keep=keep):
+            if embeddings is None:
+                final = shard["embeddings"]
+                embeddings = np.empty((len(texts), *final.shape[1:]), dtype=final.dtype)
+            embeddings[positions] = shard["embeddings"]
+            shard_keys = [keys[i] for i in positions]
+            if per_layer:
+                self.store.add(shard_keys, shard["layers"])
+            if sampled:
+                kept = [key for key, full in zip(shard_keys, full_rows[positions], strict=True) if full]
+                self.sample.record(shard_keys, shard["valid"], kept, shard["full"])
+        if embeddings is None:
+            raise ValueError("texts is empty: nothing to encode")
+        return embeddings
+
+    def plan_subset(self, task_name: str, expected_texts: int | None) -> None:
+        """Before a subset of task ``task_name`` is encoded: the number of distinct texts its layer
+        dynamics will see (``None``: unknown), so that only the rows their draw picks keep every state."""
+        if task_name != self._current_task:
+            self._warn_unaugmented()
+            self._current_task = task_name
+        self.clear()
+        self.sample.plan(expected_texts)
+
+    @property
+    def peak_spill_bytes(self) -> int:
+        """The most bytes each store's spill file held so far, summed (an upper bound of the disk
+        the spill used at once)."""
+        return self.store.peak_bytes_on_disk + self.sample.store.peak_bytes_on_disk
+
+    def clear(self) -> None:
+        """Forget the current task's vectors and calls (frees spilled files)."""
+        self.store.clear()
+        self.sample.clear()
+        self.calls.clear()
+
+    def reencode(self, keys: list[TextKey]) -> None:
+        """Every state of ``keys`` (texts the layer dynamics sample but whose states were not kept),
+        encoded again and kept in the sample."""
+        by_prompt: dict[str, list[str]] = {}
+        for prompt, text in keys:
+            by_prompt.setdefault(prompt, []).append(text)
+        for prompt, texts in by_prompt.items():
+            for positions, shard in self.extractor.iter_shards(texts, prompt=prompt or None):
+                self.sample.store.add([(prompt, texts[i]) for i in positions], shard["states"])
 
     def _shard_size(self, batch_size: int) -> int:
         """Texts per extraction shard: the option, else <= 1024 texts and ~64 MB, whole batches."""
@@ -234,7 +289,14 @@ class LayerDynamicsModel(AbsEncoder):
         )
 
     def layer_view(self, layer: int, texts: TextReader | None = None) -> LayerView:
-        """An encoder serving layer ``layer`` from the stored vectors (``texts``: see :class:`LayerView`)."""
+        """An encoder serving hidden state ``layer`` (one of :attr:`layers`) from the stored vectors
+        (``texts``: see :class:`LayerView`).
+
+        Raises:
+            ValueError: for a state that was not kept.
+        """
+        if layer not in self.layers:
+            raise ValueError(f"hidden state {layer} was not kept; per-layer states: {list(self.layers)}")
         return LayerView(self, layer, texts)
 
 
@@ -270,7 +332,8 @@ class LayerView:
             KeyError: when a text was not encoded by the parent (it would need a forward pass).
         """
         prompt = self.parent.resolve_prompt(task_metadata, prompt_type) or ""
-        return self.parent.store.layer(self.layer, [(prompt, text) for text in self.texts(inputs)])
+        stored = self.parent.layers.index(self.layer)
+        return self.parent.store.layer(stored, [(prompt, text) for text in self.texts(inputs)])
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
         """The parent's similarity."""
@@ -311,14 +374,15 @@ def with_layer_dynamics(
             (``None``: no cache).
         name / revision: model name and revision for mteb results (default: the model's own).
         **options: fields of :class:`~mteb_lrd.integration.options.LayerDynamicsOptions` (caps, seed,
-            metric parameters, ``per_layer=False`` to skip the per-layer scores, ``memory_budget_mb``,
-            ``store_dtype``, ...).
+            metric parameters, ``per_layer=False`` to skip the per-layer scores,
+            ``per_layer_layers`` to choose the states that get them, ``memory_budget_mb``,
+            ``store_dtype``, ``spill_dir``, ...).
 
     Returns:
         An mteb encoder; pass it to ``mteb.evaluate`` like any model.
 
     Raises:
-        ValueError: for unknown or invalid options.
+        ValueError: for unknown or invalid options (also a ``per_layer_layers`` index beyond ``h_L``).
         SeamError: when the installed mteb lacks a private name the integration needs.
 
     Example:

@@ -1,0 +1,174 @@
+"""Keeping every hidden state of the sampled texts alone: same rows, same numbers, bounded memory."""
+
+from __future__ import annotations
+
+import mteb
+import numpy as np
+import pytest
+
+from mteb_lrd import with_layer_dynamics
+from mteb_lrd.extraction.extractor import extract_layer_states
+from mteb_lrd.integration import expected_texts as expected_module
+from mteb_lrd.integration.lrd_sample import LRDSample
+from mteb_lrd.integration.store import VectorStore
+from mteb_lrd.parameters import Caps
+from mteb_lrd.pipeline import RowSource, layer_dynamics
+from tests.mteb_helpers import retrieval_task, sts_task
+from tests.tiny_models import WORDS
+
+RUN = {"co2_tracker": False, "show_progress_bar": False}
+CAPS = {"frenet_cap": 6, "nrs_cap": 8, "gfmi_cap": 10}
+
+
+def _texts(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, 5)) + f" {i % 7}" for i in range(n)]
+
+
+def _states(n: int, num_states: int = 4, d: int = 8, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((num_states, n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=2, keepdims=True)
+
+
+def _feed(sample: LRDSample, keys, states, calls: int = 3) -> None:
+    """``encode`` calls of ``keys`` in ``calls`` pieces, shards in reversed (length-like) order."""
+    for piece in np.array_split(np.arange(len(keys)), calls):
+        piece_keys = [keys[i] for i in piece]
+        keep = sample.admit(piece_keys)
+        order = piece[::-1]
+        usable = np.isfinite(states[:, order]).all(axis=(0, 2))
+        kept = [keys[i] for i, k in zip(order, keep[::-1], strict=True) if k]
+        rows = order[keep[::-1]]
+        sample.record([keys[i] for i in order], usable, kept, states[:, rows])
+
+
+def _lrd_of(sample: LRDSample, caps: Caps):
+    draw = sample.draw()
+    store = sample.store
+    source = RowSource(
+        store.num_states,
+        len(draw.keys),
+        lambda rows: store.gather([draw.keys[i] for i in rows]),
+        lambda layer, rows: store.layer(layer, [draw.keys[i] for i in rows]),
+    )
+    return layer_dynamics(source, caps, 42, rows=draw.rows).summary()
+
+
+def test_a_right_expectation_keeps_exactly_the_drawn_rows_and_gives_identical_numbers():
+    n, caps = 300, Caps(20, 25, 40)
+    keys = [("", f"t{i}") for i in range(n)] + [("", "t3"), ("", "t7")]  # repeats keep first appearance
+    states = _states(n + 2)
+    states[:, n:] = states[:, [3, 7]]
+    sample = LRDSample(caps, 42, VectorStore())
+    sample.plan(n)
+    _feed(sample, keys, states)
+    draw = sample.draw()
+    union = np.unique(np.concatenate(list(caps.rows(n, 42).values())))
+    assert draw.missing == [] and draw.n_texts == n
+    assert len(sample.store) == union.size < n  # every state of the drawn rows only
+    assert _lrd_of(sample, caps) == layer_dynamics(states[:, :n], caps, 42).summary()
+
+
+def test_unusable_rows_redraw_and_only_the_new_sampled_texts_are_missing():
+    n, caps = 200, Caps(20, 20, 30)
+    keys = [("p", f"t{i}") for i in range(n)]
+    states = _states(n, seed=1)
+    states[2, [5, 50, 120]] = np.nan  # unusable at one state
+    sample = LRDSample(caps, 42, VectorStore())
+    sample.plan(n)
+    _feed(sample, keys, states)
+    draw = sample.draw()
+    usable = np.setdiff1d(np.arange(n), [5, 50, 120])
+    assert draw.keys == [keys[i] for i in usable] and draw.n_texts == n
+    assert draw.missing and all(key not in sample.store for key in draw.missing)
+    sample.store.add(draw.missing, states[:, [int(k[1][1:]) for k in draw.missing]])
+    assert _lrd_of(sample, caps) == layer_dynamics(states[:, usable], caps, 42).summary()
+
+
+def test_without_an_expectation_the_first_texts_up_to_the_largest_cap_are_kept():
+    caps = Caps(5, 5, 12)
+    sample = LRDSample(caps, 42, VectorStore())
+    sample.plan(None)
+    keys = [("", f"t{i}") for i in range(10)]
+    states = _states(10)
+    _feed(sample, keys, states)
+    assert sample.draw().missing == [] and len(sample.store) == 10  # N <= 12: exact, nothing again
+    more = [("", f"u{i}") for i in range(30)]
+    _feed(sample, more, _states(30, seed=3))
+    assert len(sample.store) == 12
+
+
+def _dynamics_row(model, task, **kwargs):
+    result = mteb.evaluate(model, [task], cache=None, encode_kwargs={"batch_size": 8, **kwargs}, **RUN)
+    return result.task_results[0].scores["test"][0]["layer_dynamics"]
+
+
+def _reference(tiny_st, texts, caps: Caps):
+    """Every state of every distinct text, extracted apart, then the capped draw over all of them."""
+    unique = list(dict.fromkeys(texts))
+    states = extract_layer_states(tiny_st, unique, show_progress_bar=False).states
+    return layer_dynamics(states, caps, 42).summary()
+
+
+def _assert_same(summary, reference):
+    assert set(summary) == set(reference)
+    for key, value in reference.items():
+        assert summary[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_wrapper_numbers_equal_keeping_every_state_of_every_text(tiny_st, monkeypatch, wrong):
+    texts = _texts(48)
+    task = sts_task(texts)
+    pairs_texts = texts + [texts[(i * 5 + 3) % len(texts)] for i in range(len(texts))]  # column by column
+    if wrong:  # an expectation off by 5: the sampled texts not kept are encoded again
+        real = expected_module.expected_texts
+        monkeypatch.setattr(expected_module, "expected_texts", lambda *a: real(*a) + 5)
+    wrapped = with_layer_dynamics(tiny_st, per_layer=False, **CAPS)
+    row = _dynamics_row(wrapped, task)
+    caps = Caps(CAPS["frenet_cap"], CAPS["nrs_cap"], CAPS["gfmi_cap"])
+    _assert_same(row["summary"], _reference(tiny_st, pairs_texts, caps))
+    assert row["sample"]["expected_texts"] == 48 + 5 * wrong
+    assert (row["sample"]["n_reencoded"] > 0) == wrong
+
+
+def test_retrieval_samples_the_corpus_documents(tiny_st):
+    texts = _texts(40, seed=2)
+    wrapped = with_layer_dynamics(tiny_st, per_layer=False, **CAPS)
+    row = _dynamics_row(wrapped, retrieval_task(texts))
+    assert row["sample"] == {"expected_texts": 40, "n_reencoded": 0}
+    caps = Caps(CAPS["frenet_cap"], CAPS["nrs_cap"], CAPS["gfmi_cap"])
+    _assert_same(row["summary"], _reference(tiny_st, texts, caps))
+
+
+def test_extra_memory_and_disk_do_not_grow_with_the_task(tiny_st, tmp_path):
+    """per_layer=False: the wrapper keeps every state of at most the caps' rows, spill and cache alike."""
+    kept = {}
+    for n in (40, 160):
+        wrapped = with_layer_dynamics(
+            tiny_st, per_layer=False, memory_budget_mb=0, spill_dir=str(tmp_path / "spill"),
+            cache_dir=tmp_path / f"cache{n}", **CAPS,
+        )  # fmt: skip
+        clear = wrapped.clear
+
+        def record(n=n, wrapped=wrapped, clear=clear):
+            if len(wrapped.sample.store):
+                kept[n] = (
+                    len(wrapped.sample.store),
+                    wrapped.sample.store.peak_bytes_on_disk,
+                    len(wrapped.store),
+                )
+            clear()
+
+        wrapped.clear = record
+        _dynamics_row(wrapped, sts_task(_texts(n, seed=n)))
+        cache = sum(
+            np.load(f)["full"].nbytes + np.load(f)["layers"].nbytes
+            for f in (tmp_path / f"cache{n}").rglob("*.npz")
+        )
+        kept[n] = (*kept[n], cache)
+    per_text = 5 * 32 * 4  # (L+1) x d x float32 of the tiny model
+    for n, (rows, disk, per_layer_rows, cache) in kept.items():
+        assert per_layer_rows == 0
+        assert rows <= sum(CAPS.values()) and disk == rows * per_text == cache, n
+    assert all(CAPS["gfmi_cap"] <= rows <= sum(CAPS.values()) for rows, *_ in kept.values())
