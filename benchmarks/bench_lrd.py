@@ -1,4 +1,4 @@
-"""Benchmark: ``mteb_lrd.lrd`` against a straightforward reference and against the GEMM floor.
+"""Benchmark: ``mteb_lrd.lrd`` against a straightforward reference, the GEMM floor and the kNN floor.
 
 Prints, in one run, on random normalised fp32 states of shape ``(L+1, N, d)``:
 
@@ -8,22 +8,32 @@ Prints, in one run, on random normalised fp32 states of shape ``(L+1, N, d)``:
   computed separately for NRS and for GFMI, Python sets for Jaccard, per-layer loops,
   ``np.linalg.svd`` on the centred data, ``sklearn.metrics.mutual_info_score``. Its SVDs run in
   float64: on fp32 they drift by ~1e-6 rad on near-isotropic data, too much for the equality check;
-* the floor: the ``L+1`` similarity GEMMs (``N×d`` by ``d×N``, fp32, numpy) that any exact kNN
-  must do;
+* the GEMM floor: the ``L+1`` similarity GEMMs (``N×d`` by ``d×N``, fp32, numpy) that any exact
+  kNN must do;
+* the kNN floor: per layer the similarity product plus the exact top-``k`` of every row
+  (``k = max(NRS_K, GFMI_K) + 1``, self included, as ``lrd()`` searches), timed three ways — FAISS
+  ``IndexFlatIP`` add + search, torch ``z @ z.T`` + ``topk``, numpy product + ``argpartition`` +
+  sort of the ``k`` columns — each way's time, and the fastest way (least best-of time) as the
+  floor; a way whose package is missing is skipped with a note;
+* the floors and ``lrd()`` (and any ``--also`` backend) timed in alternating rounds, best and
+  median, with ``lrd()``'s ratio to each floor (best, median, and per round);
 * the ratios with their targets (ours >= 4x faster than the reference, ours within 1.5x of the
-  floor) and the largest differences between the two implementations' numbers.
+  GEMM floor, ours within 1.25x of the kNN floor on CPU) and the largest differences between the
+  two implementations' numbers (with ``--no-reference``: the timings and floor ratios only).
 
 Usage::
 
     python benchmarks/bench_lrd.py            # N=5000, L+1=13, d=384
     python benchmarks/bench_lrd.py --small    # a quick run
-    python benchmarks/bench_lrd.py --profile  # also cProfile our lrd()
+    python benchmarks/bench_lrd.py --profile  # also cProfile our lrd(), with seconds per stage
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import functools
 import io
 import math
 import os
@@ -31,8 +41,9 @@ import platform
 import pstats
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -43,12 +54,24 @@ from sklearn.neighbors import NearestNeighbors
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this working tree's mteb_lrd first
 from mteb_lrd import lrd  # noqa: E402
 
-__all__ = ["make_states", "reference_lrd", "gemm_floor", "main"]
+__all__ = [
+    "make_states",
+    "reference_lrd",
+    "gemm_floor",
+    "knn_floor_faiss",
+    "knn_floor_torch",
+    "knn_floor_numpy",
+    "knn_floor_ways",
+    "main",
+]
 
 NRS_K, N_ANCHORS, GFMI_K = 20, 500, 30
 PERCENTILES = np.linspace(5, 95, 20)
 TARGET_VS_REFERENCE = 4.0
 TARGET_VS_FLOOR = 1.5
+TARGET_VS_KNN_FLOOR = 1.25
+KNN_K = max(NRS_K, GFMI_K) + 1
+"""Neighbours per row in the kNN floor: lrd()'s one search per layer, self included."""
 
 
 def make_states(n_layers: int, n: int, d: int, seed: int = 0) -> np.ndarray:
@@ -171,13 +194,71 @@ def reference_lrd(states: np.ndarray) -> dict:
     return out
 
 
-# --- the floor -------------------------------------------------------------------------------------
+# --- the floors ------------------------------------------------------------------------------------
 
 
 def gemm_floor(states: np.ndarray) -> None:
     """The (L+1) fp32 similarity products N×d · d×N that exact all-pairs kNN cannot avoid."""
     for z in states:
         np.matmul(z, z.T)
+
+
+KnnOut = tuple[np.ndarray, np.ndarray]
+
+
+def knn_floor_faiss(states: np.ndarray, k: int = KNN_K) -> KnnOut:
+    """Per layer: FAISS exact flat inner-product index, add then search ``k``; the last layer's result."""
+    import faiss
+
+    out: KnnOut = (np.empty(0), np.empty(0))
+    for z in states:
+        index = faiss.IndexFlatIP(z.shape[1])
+        index.add(z)
+        out = index.search(z, k)
+    return out
+
+
+def knn_floor_torch(states: np.ndarray, k: int = KNN_K) -> KnnOut:
+    """Per layer: ``torch.from_numpy(z) @ z.T`` then ``topk(k)`` per row; the last layer's result."""
+    import torch
+
+    out: KnnOut = (np.empty(0), np.empty(0))
+    for z in states:
+        t = torch.from_numpy(z)
+        values, where = torch.topk(t @ t.T, k, dim=1)
+        out = (values.numpy(), where.numpy())
+    return out
+
+
+def knn_floor_numpy(states: np.ndarray, k: int = KNN_K) -> KnnOut:
+    """Per layer: the numpy product, ``argpartition`` of each row for ``k``, those ``k`` sorted."""
+    out: KnnOut = (np.empty(0), np.empty(0))
+    for z in states:
+        s = np.matmul(z, z.T)
+        n = s.shape[1]
+        part = np.argpartition(s, n - k, axis=1)[:, n - k :]
+        values = np.take_along_axis(s, part, axis=1)
+        order = np.argsort(-values, axis=1)
+        out = (np.take_along_axis(values, order, axis=1), np.take_along_axis(part, order, axis=1))
+    return out
+
+
+def knn_floor_ways() -> tuple[dict[str, Callable[[np.ndarray], KnnOut]], list[str]]:
+    """The kNN-floor ways whose packages import here, and a note for each one skipped."""
+    ways: dict[str, Callable[[np.ndarray], KnnOut]] = {}
+    notes: list[str] = []
+    for name, module, fn in (
+        ("faiss", "faiss", knn_floor_faiss),
+        ("torch", "torch", knn_floor_torch),
+        ("numpy", "numpy", knn_floor_numpy),
+    ):
+        try:
+            __import__(module)
+        except ImportError:
+            notes.append(f"kNN floor: {name} way skipped ({module} not installed)")
+            continue
+        ways[name] = fn
+    return ways, notes
 
 
 # --- reporting -------------------------------------------------------------------------------------
@@ -229,6 +310,12 @@ def _machine() -> list[str]:
         lines.append(f"faiss {faiss.__version__}, OpenMP threads {faiss.omp_get_max_threads()}")
     except ImportError:
         lines.append("faiss not installed")
+    try:
+        import torch
+
+        lines.append(f"torch {torch.__version__}, intra-op threads {torch.get_num_threads()}")
+    except ImportError:
+        lines.append("torch not installed")
     return lines
 
 
@@ -257,14 +344,38 @@ def _compare(result, ref: dict) -> dict[str, float]:
     }
 
 
+PROFILE_STAGES = {
+    "prepare_states": "validation/prepare_states",
+    "frenet_on_unit_rows": "Frenet",
+    "knn": "kNN search",
+    "filtration_components": "GFMI filtrations",
+    "build_gfmi_result": "GFMI MI/AUC",
+    "nrs_from_neighbours": "NRS Jaccard",
+}
+"""Functions of ``mteb_lrd`` whose cumulative time the profile reports as ``lrd()``'s stages."""
+
+
 def _profile(states: np.ndarray, backend: str, top: int = 25) -> str:
+    """cProfile of one ``lrd()`` call: seconds per stage, then the top functions by own time."""
     profiler = cProfile.Profile()
+    start = time.perf_counter()
     profiler.enable()
     lrd(states, backend=backend)
     profiler.disable()
+    wall = time.perf_counter() - start
+    stats = pstats.Stats(profiler)
+    seconds = dict.fromkeys(PROFILE_STAGES, 0.0)
+    for (path, _, func), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if func in seconds and "mteb_lrd" in path:
+            seconds[func] += cumulative
+    rest = wall - sum(seconds.values())
+    lines = [f"lrd() under cProfile: {wall:.3f} s wall; stages (cumulative seconds):"]
+    lines += [f"  {PROFILE_STAGES[func]:26s} {sec:8.3f} s   ({func})" for func, sec in seconds.items()]
+    lines.append(f"  {'rest':26s} {rest:8.3f} s")
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
-    return out.getvalue()
+    stats.stream = out  # type: ignore[attr-defined]
+    stats.sort_stats("tottime").print_stats(top)
+    return "\n".join(lines) + "\n\n" + out.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,14 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=13, help="hidden states L+1 (default 13)")
     parser.add_argument("--dim", type=int, default=384, help="dimension d (default 384)")
     parser.add_argument("--small", action="store_true", help="quick run: N=1000, L+1=7, d=128")
-    parser.add_argument("--repeats", type=int, default=3, help="best-of repeats for ours and the floor")
+    parser.add_argument("--repeats", type=int, default=3, help="best-of repeats for ours and the floors")
     parser.add_argument("--backend", default="auto", help="kNN backend of our lrd() (default auto)")
     parser.add_argument(
         "--also",
         action="append",
         default=[],
         metavar="BACKEND",
-        help="also time lrd() with this kNN backend, alternating with ours and the floor (repeatable)",
+        help="also time lrd() with this kNN backend, alternating with ours and the floors (repeatable)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of our lrd()")
@@ -305,63 +416,156 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=args.threads):
+    with threadpool_limits(limits=args.threads), _torch_threads(args.threads):
         return _run(args)
 
 
-def _print_rounds(times: dict[str, list[float]], repeats: int) -> None:
-    print(f"alternating rounds ({repeats}), best / median, ratio to the floor of the same round:")
+@contextlib.contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` (if torch is installed), restored afterwards."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def _print_rounds(times: dict[str, list[float]], repeats: int, knn_key: str) -> None:
+    print(
+        f"alternating rounds ({repeats}), best / median, ratio to each floor of the same round "
+        f"(GEMM floor; kNN floor = {knn_key}):"
+    )
     for name, values in times.items():
-        ratios = [v / f for v, f in zip(values, times["floor"], strict=True)]
+        gemm = [v / f for v, f in zip(values, times["floor"], strict=True)]
+        knn = [v / f for v, f in zip(values, times[knn_key], strict=True)]
         print(
-            f"  {name:18s} {min(values):7.3f} / {float(np.median(values)):7.3f} s   "
-            f"x floor: best {min(ratios):5.2f}, median {float(np.median(ratios)):5.2f}"
+            f"  {name:18s} {min(values):7.3f} / {_median(values):7.3f} s   "
+            f"x floor: best {min(gemm):5.2f}, median {_median(gemm):5.2f}   "
+            f"x kNN floor: best {min(knn):5.2f}, median {_median(knn):5.2f}"
         )
 
 
-def _run(args: argparse.Namespace) -> int:
+def _knn_agreement(results: dict[str, KnnOut]) -> str:
+    """How the ways' last-layer top-k lists compare with the first way's (ties may reorder)."""
+    names = list(results)
+    if len(names) < 2:
+        return "kNN floor ways: only one, nothing to compare"
+    base_s, base_i = results[names[0]]
+    parts = []
+    for name in names[1:]:
+        sims, idx = results[name]
+        diff = float(np.max(np.abs(np.asarray(sims, np.float64) - np.asarray(base_s, np.float64))))
+        same = float(np.mean(np.all(np.asarray(idx) == np.asarray(base_i), axis=1)))
+        parts.append(f"{name}: max |sim diff| {diff:.2e}, rows with identical indices {100 * same:.2f}%")
+    return f"kNN floor ways vs {names[0]} on the last layer: " + "; ".join(parts)
 
-    print("== mteb-lrd benchmark: lrd() vs straightforward reference vs GEMM floor ==")
+
+def _on_cpu(backend: str) -> bool:
+    """Whether lrd()'s resolved kNN backend runs on the CPU (the kNN-floor target is a CPU target)."""
+    if backend == "faiss-gpu":
+        return False
+    if backend != "torch":
+        return True
+    try:
+        import torch
+    except ImportError:
+        return True
+    return not torch.cuda.is_available()
+
+
+def _mark(ok: bool) -> str:
+    return "✔ OK" if ok else "✘ MISSED"
+
+
+def _run(args: argparse.Namespace) -> int:
+    print("== mteb-lrd benchmark: lrd() vs straightforward reference vs GEMM floor vs kNN floor ==")
     for line in _machine():
         print(line)
     states = make_states(args.layers, args.n, args.dim, args.seed)
     print(f"states: (L+1, N, d) = {states.shape}, fp32, normalised, seed {args.seed}")
     print(f"params: nrs k={NRS_K}, anchors={N_ANCHORS}; gfmi k={GFMI_K}, {PERCENTILES.size} percentiles")
     print(f"threads: {'library default' if args.threads is None else args.threads}; load average {_load()}")
+    ways, notes = knn_floor_ways()
+    for note in notes:
+        print(note)
 
     ours = lrd(states, backend=args.backend)  # also warms up
+    print(_knn_agreement({name: fn(states) for name, fn in ways.items()}))  # also warms up
     fns: dict[str, Callable[[], object]] = {"floor": lambda: gemm_floor(states)}
+    for name, fn in ways.items():
+        fns[f"knn {name}"] = functools.partial(fn, states)
     fns["ours"] = lambda: lrd(states, backend=args.backend)
     for backend in args.also:
-        fns[f"lrd({backend})"] = lambda backend=backend: lrd(states, backend=backend)
+        fns[f"lrd({backend})"] = functools.partial(lrd, states, backend=backend)
     times = _alternating(fns, args.repeats)
-    t_floor, t_ours = min(times["floor"]), min(times["ours"])
-    if args.no_reference:
-        _print_rounds(times, args.repeats)
-        return 0
-    t_ref, ref = _timed(lambda: reference_lrd(states), 1)
+    best_way = min(ways, key=lambda name: min(times[f"knn {name}"]))
+    knn_key = f"knn {best_way}"
+    t_floor, t_ours, t_knn = min(times["floor"]), min(times["ours"]), min(times[knn_key])
+    m_floor, m_ours, m_knn = _median(times["floor"]), _median(times["ours"]), _median(times[knn_key])
 
     print()
     print(f"floor  ({args.layers} fp32 GEMMs {args.n}x{args.dim} . {args.dim}x{args.n}): {t_floor:8.3f} s")
-    print(f"ours   lrd(backend={ours.params['backend']!r}), best of {args.repeats}: {t_ours:8.3f} s")
-    _print_rounds(times, args.repeats)
-    split = ", ".join(f"{name} {sec:.2f} s" for name, sec in ref["seconds"].items())
-    print(f"reference (sklearn brute kNN x2, sets, loops), 1 run: {t_ref:8.3f} s   ({split})")
-    speedup, vs_floor = t_ref / t_ours, t_ours / t_floor
-    print()
-    ok_ref = "OK" if speedup >= TARGET_VS_REFERENCE else "MISSED"
-    ok_floor = "OK" if vs_floor <= TARGET_VS_FLOOR else "MISSED"
-    print(f"reference / ours = {speedup:6.2f}x   (target >= {TARGET_VS_REFERENCE}x faster)  {ok_ref}")
-    print(f"ours / floor     = {vs_floor:6.2f}x   (target <= {TARGET_VS_FLOOR}x)          {ok_floor}")
-    print()
-    diffs = _compare(ours, ref)
-    print("max |ours - reference|: " + ", ".join(f"{key} {value:.2e}" for key, value in diffs.items()))
-    same = max(diffs.values()) <= 1e-6
-    print(f"numbers identical to 1e-6: {'yes' if same else 'NO'}")
     print(
-        f"profiles: speed {np.round(ours.frenet.speed, 4).tolist()}, rank {ours.frenet.rank}; "
-        f"jaccard {np.round(ours.nrs.jaccard, 4).tolist()}; gfmi auc {np.round(ours.gfmi.auc, 3).tolist()}"
+        f"kNN floor ways ({args.layers} layers: product + exact top-{KNN_K} of each of {args.n} rows, "
+        f"self included), best / median of {args.repeats}:"
     )
+    for name in ways:
+        values = times[f"knn {name}"]
+        best = "   <- best" if name == best_way else ""
+        print(f"  {name:6s} {min(values):8.3f} / {_median(values):8.3f} s{best}")
+    print(f"kNN floor = {best_way} (least best-of time): {t_knn:8.3f} s (median {m_knn:.3f} s)")
+    print(f"ours   lrd(backend={ours.params['backend']!r}), best of {args.repeats}: {t_ours:8.3f} s")
+    _print_rounds(times, args.repeats, knn_key)
+    vs_floor, vs_knn = t_ours / t_floor, t_ours / t_knn
+    print(
+        f"lrd() best / median {t_ours:.3f} / {m_ours:.3f} s; "
+        f"vs GEMM floor ({t_floor:.3f} / {m_floor:.3f} s): best {vs_floor:.2f}x, median {m_ours / m_floor:.2f}x; "
+        f"vs kNN floor ({t_knn:.3f} / {m_knn:.3f} s): best {vs_knn:.2f}x, median {m_ours / m_knn:.2f}x"
+    )
+    same = True
+    ref: dict = {}
+    lines: list[str] = []
+    if not args.no_reference:
+        t_ref, value = _timed(lambda: reference_lrd(states), 1)
+        ref = cast(dict, value)
+        split = ", ".join(f"{name} {sec:.2f} s" for name, sec in ref["seconds"].items())
+        print(f"reference (sklearn brute kNN x2, sets, loops), 1 run: {t_ref:8.3f} s   ({split})")
+        speedup = t_ref / t_ours
+        ok_ref = _mark(speedup >= TARGET_VS_REFERENCE)
+        lines.append(
+            f"reference / ours = {speedup:6.2f}x   (target >= {TARGET_VS_REFERENCE}x faster)  {ok_ref}"
+        )
+    print()
+    ok_floor = _mark(vs_floor <= TARGET_VS_FLOOR)
+    lines.append(f"ours / floor     = {vs_floor:6.2f}x   (target <= {TARGET_VS_FLOOR}x)          {ok_floor}")
+    on_cpu = _on_cpu(str(ours.params["backend"]))
+    ok_knn = _mark(vs_knn <= TARGET_VS_KNN_FLOOR) if on_cpu else "n/a (lrd() kNN not on the CPU)"
+    lines.append(
+        f"ours / kNN floor = {vs_knn:6.2f}x   (target lrd() <= {TARGET_VS_KNN_FLOOR}x the kNN floor on CPU; "
+        f"median {m_ours / m_knn:.2f}x)  {ok_knn}"
+    )
+    for line in lines:
+        print(line)
+    if not args.no_reference:
+        print()
+        diffs = _compare(ours, ref)
+        print("max |ours - reference|: " + ", ".join(f"{key} {value:.2e}" for key, value in diffs.items()))
+        same = max(diffs.values()) <= 1e-6
+        print(f"numbers identical to 1e-6: {'yes' if same else 'NO'}")
+        print(
+            f"profiles: speed {np.round(ours.frenet.speed, 4).tolist()}, rank {ours.frenet.rank}; "
+            f"jaccard {np.round(ours.nrs.jaccard, 4).tolist()}; gfmi auc {np.round(ours.gfmi.auc, 3).tolist()}"
+        )
     print(f"load average at the end: {_load()}")
     if args.profile:
         print()
