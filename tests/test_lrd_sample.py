@@ -172,3 +172,42 @@ def test_extra_memory_and_disk_do_not_grow_with_the_task(tiny_st, tmp_path):
         assert per_layer_rows == 0
         assert rows <= sum(CAPS.values()) and disk == rows * per_text == cache, n
     assert all(CAPS["gfmi_cap"] <= rows <= sum(CAPS.values()) for rows, *_ in kept.values())
+
+
+def test_memory_plan_shares_the_budget():
+    from mteb_lrd.integration.memory_plan import MemoryPlan
+
+    seven_b = MemoryPlan.of(1024, Caps(), 33, 4096)
+    assert seven_b.lrd_working_mb == pytest.approx(1000 * 33 * 4096 * 4 / 2**20)  # 515.6 MB
+    assert seven_b.stores_mb == pytest.approx(1024 - seven_b.lrd_working_mb)
+    assert seven_b.read_rows == 256 * 2**20 // (4096 * 4)  # a quarter of the budget per read
+    minilm = MemoryPlan.of(1024, Caps(), 7, 384)
+    assert minilm.stores_mb == 768 and minilm.read_rows == 256 * 2**20 // (384 * 4)
+    assert MemoryPlan.of(1024, Caps(gfmi=None), 7, 384).stores_mb == 512
+    assert MemoryPlan.of(0, Caps(), 7, 384).stores_mb == 0
+    assert MemoryPlan.of(float("inf"), Caps(), 7, 384).stores_mb == float("inf")
+
+
+def test_per_layer_retrieval_reads_the_corpus_in_planned_chunks_with_equal_scores(tiny_st, monkeypatch):
+    import dataclasses
+
+    from mteb_lrd.integration.wrapper import LayerView
+
+    texts = _texts(20, seed=5)
+    plain = with_layer_dynamics(tiny_st, layer_dynamics=False)
+    whole = mteb.evaluate(plain, [retrieval_task(texts)], cache=None, **RUN).task_results[0]
+    sizes = []
+    encode = LayerView.encode
+
+    def counting(self, inputs, **kwargs):
+        out = encode(self, inputs, **kwargs)
+        sizes.append((str(kwargs.get("prompt_type")), len(out)))
+        return out
+
+    monkeypatch.setattr(LayerView, "encode", counting)
+    chunked = with_layer_dynamics(tiny_st, layer_dynamics=False)
+    chunked.memory = dataclasses.replace(chunked.memory, read_rows=6)
+    cut = mteb.evaluate(chunked, [retrieval_task(texts)], cache=None, **RUN).task_results[0]
+    documents = [n for kind, n in sizes if "document" in kind]
+    assert documents and max(documents) == 6 and sum(documents) == 20 * len(chunked.layers)
+    assert cut.scores["test"][0]["per_layer"]["scores"] == whole.scores["test"][0]["per_layer"]["scores"]

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from mteb_lrd import _compat
 from mteb_lrd.integration.layer_choice import choice_label
 from mteb_lrd.integration.layer_scoring import (
+    corpus_chunks,
     main_score_only,
     reused_dataloaders,
     search_depth,
@@ -164,7 +165,8 @@ def per_layer_scores(
     scores = []
     rng_after = random_states(task) if rng_before is not None else {}
     texts = texts_read_once()
-    with reused_dataloaders(), search_depth(task) as depth, main_score_only(task):
+    read_rows = wrapper.memory.read_rows
+    with reused_dataloaders(), search_depth(task) as depth, main_score_only(task), corpus_chunks(read_rows):
         for layer in bar:
             if rng_before is not None:
                 _set_random_states(task, rng_before)

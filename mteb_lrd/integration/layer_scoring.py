@@ -15,6 +15,10 @@ that does not depend on the layer is done once.
 * :func:`main_score_only`: mteb's retrieval scoring also computes abstention curves (nAUC, one
   per metric, cutoff and confidence function: Python loops over every query), which
   ``per_layer`` never records; they are skipped for the layers unless the main score is one.
+* :func:`corpus_chunks`: a retrieval search reads the corpus in chunks of 50,000 documents, each
+  read back from the store as float32 (819 MB at d = 4096); while the layers are scored the chunks
+  are cut to what the memory budget allows. The search merges exact top-k lists across chunks, so
+  the scores do not change.
 
 The context managers are scoped and the text reader lives for one loop: outside the per-layer loop
 mteb runs untouched.
@@ -35,6 +39,7 @@ from mteb_lrd.integration.wrapper import TextReader, read_texts
 
 __all__ = [
     "TIE_MARGIN",
+    "corpus_chunks",
     "main_score_cutoff",
     "main_score_only",
     "reused_dataloaders",
@@ -146,6 +151,27 @@ def main_score_only(task: AbsTask) -> Iterator[bool]:
         yield True
     finally:
         setattr(owner, _compat.ABSTENTION, original)
+
+
+@contextmanager
+def corpus_chunks(max_rows: int) -> Iterator[None]:
+    """Within the block, mteb's retrieval searches encode (here: read) at most ``max_rows``
+    documents at a time; restored on exit, also after an error."""
+    from mteb.models import SearchEncoderWrapper
+
+    original = SearchEncoderWrapper.__init__
+
+    def bounded(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        size = getattr(self, "corpus_chunk_size", None)
+        if isinstance(size, int):
+            self.corpus_chunk_size = max(1, min(size, max_rows))
+
+    SearchEncoderWrapper.__init__ = bounded  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SearchEncoderWrapper.__init__ = original  # type: ignore[method-assign]
 
 
 def texts_read_once() -> TextReader:

@@ -76,9 +76,9 @@ class LayerDynamicsOptions:
         rank / var_threshold: Frenet subspace rank (``None``: explained-variance rule).
         nrs_k / n_anchors / gfmi_k: neighbourhood sizes (clamped to ``N - 1`` on tiny tasks, recorded).
         default_batch_size: used when mteb passes no ``batch_size`` (mteb issue #3547).
-        memory_budget_mb: megabytes of per-layer vectors kept in RAM per task (half for the chosen
-            states of every text, half for every state of the sampled texts); above it they go to
-            a memory-mapped temporary file (``0``: always on disk; ``math.inf``: never).
+        memory_budget_mb: megabytes per task for the per-layer vectors kept in RAM and the largest
+            read out of them (:class:`~mteb_lrd.integration.memory_plan.MemoryPlan`); vectors
+            above their share go to a memory-mapped temporary file (``0``: always on disk; ``math.inf``: never).
         store_dtype: ``"float32"`` (per-layer scores identical to keeping them in RAM) or
             ``"float16"`` (half the bytes; scores change in about the 4th digit).
         spill_dir: folder of that temporary file (default: the system temporary folder, ``TMPDIR``;

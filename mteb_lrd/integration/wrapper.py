@@ -31,6 +31,7 @@ from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
 from mteb_lrd.integration.layer_choice import resolve_layers
 from mteb_lrd.integration.lrd_sample import LRDSample
+from mteb_lrd.integration.memory_plan import MemoryPlan
 from mteb_lrd.integration.naming import model_meta
 from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions, is_lrd_call
 from mteb_lrd.integration.store import TextKey, VectorStore
@@ -96,7 +97,11 @@ class LayerDynamicsModel(AbsEncoder):
         self.options = options
         self.layers = resolve_layers(options.per_layer_layers, self.extractor.num_layers + 1)
         """The hidden states that get per-layer scores (resolved ``options.per_layer_layers``)."""
-        half = options.memory_budget_mb / 2  # the two stores share the budget
+        self.memory = MemoryPlan.of(
+            options.memory_budget_mb, options.caps, self.extractor.num_layers + 1, self.extractor.hidden_size
+        )
+        """How the memory budget is shared between the stores and the reads out of them."""
+        half = self.memory.stores_mb / 2
         self.store = VectorStore(half, options.store_dtype, options.spill_dir)
         self.sample = LRDSample(
             options.caps, options.seed, VectorStore(half, options.store_dtype, options.spill_dir)
