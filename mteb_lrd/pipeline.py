@@ -10,23 +10,30 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates
-from mteb_lrd.metrics.frenet import frenet
+from mteb_lrd.metrics.frenet import frenet_by_layer
 from mteb_lrd.metrics.gfmi import gfmi_by_layer
 from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
-from mteb_lrd.metrics.nrs import nrs
+from mteb_lrd.metrics.nrs import nrs_by_layer
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
 
 __all__ = [
+    "SHARED_SEARCH_BYTES",
     "Caps",
     "LayerDynamics",
     "MetricParams",
     "RowSource",
     "degenerate_input_warnings",
+    "degenerate_layer_warnings",
     "layer_dynamics",
     "lrd_summary",
     "profile_texts",
 ]
+
+
+SHARED_SEARCH_BYTES = 128 * 2**20
+"""Largest sample of every state (float32) that one :func:`~mteb_lrd.lrd` call holds to share the kNN
+search between NRS and GFMI; a larger one is measured one layer at a time."""
 
 
 def lrd_summary(result: LRDResult, reproduce: str = "ours") -> dict[str, float]:
@@ -90,18 +97,24 @@ def degenerate_input_warnings(states: np.ndarray) -> list[str]:
         4 distinct texts, more than half of the texts duplicates of others (neighbour ties dominate
         NRS and GFMI), or identical vectors at every layer (the dynamics are zero by construction).
     """
+    return degenerate_layer_warnings(lambda layer: states[layer], states.shape[0])
+
+
+def degenerate_layer_warnings(read_layer: Callable[[int], np.ndarray], num_states: int) -> list[str]:
+    """:func:`degenerate_input_warnings` reading one hidden state at a time."""
     messages = []
-    num_states, n, d = states.shape
+    last = read_layer(num_states - 1)
+    n, d = last.shape
     if d == 1:
         messages.append("the vectors have one dimension: every cosine is +1 or -1 and neighbours are ties")
-    distinct = int(np.unique(states[-1], axis=0).shape[0]) if n else 0
+    distinct = int(np.unique(last, axis=0).shape[0]) if n else 0
     if distinct < 4:
         messages.append(
             f"only {distinct} distinct vectors among {n} texts: too few for the metrics to mean much"
         )
     elif distinct < n / 2:
         messages.append(f"{n - distinct} of {n} texts duplicate others: neighbour ties dominate NRS and GFMI")
-    if num_states > 1 and all(np.array_equal(states[0], states[i]) for i in range(1, num_states)):
+    if num_states > 1 and all(np.array_equal(last, read_layer(i)) for i in range(num_states - 1)):
         messages.append("every layer holds the same vectors: the dynamics are zero by construction")
     return messages
 
@@ -110,8 +123,8 @@ def degenerate_input_warnings(states: np.ndarray) -> list[str]:
 class RowSource:
     """Per-layer vectors read by row: an in-memory array, or a disk-backed store.
 
-    The LRD of a large task reads only the rows each family samples, and GFMI (the largest sample)
-    one hidden state at a time, so its memory is one layer's, not all layers'.
+    The LRD of a large task reads only the rows each family samples, each family one hidden state
+    at a time, so its memory is one layer's, not all layers'.
 
     Attributes:
         num_states: ``L + 1``.
@@ -140,12 +153,17 @@ def _dynamics_on_rows(
     source: RowSource, rows: dict[str, np.ndarray], seed: int, params: MetricParams
 ) -> LRDResult:
     p = params.clamped(rows["nrs"].size, rows["gfmi"].size)
-    sample = source.all_layers(rows["frenet"])
-    for message in degenerate_input_warnings(sample):
+
+    def reader(family: str) -> Callable[[int], np.ndarray]:
+        return lambda layer: source.one_layer(layer, rows[family])
+
+    for message in degenerate_layer_warnings(reader("frenet"), source.num_states):
         warnings.warn(f"mteb-lrd: degenerate input: {message}", UserWarning, stacklevel=3)
-    if np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"]):
+    same_rows = np.array_equal(rows["frenet"], rows["nrs"]) and np.array_equal(rows["nrs"], rows["gfmi"])
+    width = source.one_layer(0, rows["frenet"][:1]).shape[1]
+    if same_rows and rows["frenet"].size * source.num_states * width * 4 <= SHARED_SEARCH_BYTES:
         return lrd(
-            sample,
+            source.all_layers(rows["frenet"]),
             rank=p.rank,
             var_threshold=p.var_threshold,
             nrs_k=p.nrs_k,
@@ -155,15 +173,13 @@ def _dynamics_on_rows(
             percentiles=p.percentiles,
             backend=p.backend,
         )
-    f = frenet(sample, rank=p.rank, var_threshold=p.var_threshold)
-    del sample
-    n = nrs(source.all_layers(rows["nrs"]), k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend)
+    # Each family on its own rows, one hidden state at a time: one layer in memory, not all.
+    f = frenet_by_layer(reader("frenet"), source.num_states, rank=p.rank, var_threshold=p.var_threshold)
+    n = nrs_by_layer(
+        reader("nrs"), source.num_states, k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend
+    )
     g = gfmi_by_layer(
-        lambda layer: source.one_layer(layer, rows["gfmi"]),
-        source.num_states,
-        k=p.gfmi_k,
-        percentiles=p.percentiles,
-        backend=p.backend,
+        reader("gfmi"), source.num_states, k=p.gfmi_k, percentiles=p.percentiles, backend=p.backend
     )
     return LRDResult(
         f,
@@ -184,8 +200,9 @@ def layer_dynamics(
 ) -> LRDResult:
     """LRD of ``states`` ``(L+1, N, d)`` with each family on its own seeded sub-sample.
 
-    When the three sub-samples coincide (``N`` at most every cap) one :func:`~mteb_lrd.lrd` call
-    shares the kNN search; otherwise each family runs on its own rows, GFMI one layer at a time.
+    When the three sub-samples coincide (``N`` at most every cap) and fit in
+    :data:`SHARED_SEARCH_BYTES`, one :func:`~mteb_lrd.lrd` call shares the kNN search; otherwise
+    each family runs on its own rows, one layer at a time (the same numbers).
     Neighbourhood sizes are clamped to ``N - 1`` of each family's sample (recorded in
     ``result.params``). ``states`` may be a :class:`RowSource` (e.g. a disk-backed store): only the
     sampled rows are read. ``rows``: each family's rows when drawn already (``caps.rows`` of a

@@ -178,8 +178,11 @@ def test_memory_plan_shares_the_budget():
     from mteb_lrd.integration.memory_plan import MemoryPlan
 
     seven_b = MemoryPlan.of(1024, Caps(), 33, 4096)
-    assert seven_b.lrd_working_mb == pytest.approx(1000 * 33 * 4096 * 4 / 2**20)  # 515.6 MB
-    assert seven_b.stores_mb == pytest.approx(1024 - seven_b.lrd_working_mb)
+    # one layer at a time: the largest read is a small task's shared search (2 x 128 MB)
+    assert seven_b.lrd_working_mb == 256 and seven_b.stores_mb == 768
+    wide = MemoryPlan.of(1024, Caps(gfmi=20000), 33, 4096)  # GFMI's sample of one state, twice
+    assert wide.lrd_working_mb == pytest.approx(2 * 20000 * 4096 * 4 / 2**20)
+    assert wide.stores_mb == pytest.approx(1024 - wide.lrd_working_mb)
     assert seven_b.read_rows == 256 * 2**20 // (4096 * 4)  # a quarter of the budget per read
     minilm = MemoryPlan.of(1024, Caps(), 7, 384)
     assert minilm.stores_mb == 768 and minilm.read_rows == 256 * 2**20 // (384 * 4)
@@ -211,3 +214,33 @@ def test_per_layer_retrieval_reads_the_corpus_in_planned_chunks_with_equal_score
     documents = [n for kind, n in sizes if "document" in kind]
     assert documents and max(documents) == 6 and sum(documents) == 20 * len(chunked.layers)
     assert cut.scores["test"][0]["per_layer"]["scores"] == whole.scores["test"][0]["per_layer"]["scores"]
+
+
+def test_per_layer_retrieval_on_the_score_device_gives_equal_scores(tiny_st, monkeypatch):
+    """The accelerator path (torch tensors handed to mteb's search), exercised with the CPU device."""
+    import torch
+
+    from mteb_lrd.integration.wrapper import LayerView
+
+    kinds = set()
+    encode = LayerView.encode
+
+    def spying(self, inputs, **kwargs):
+        out = encode(self, inputs, **kwargs)
+        kinds.add(type(out).__name__)
+        return out
+
+    monkeypatch.setattr(LayerView, "encode", spying)
+
+    texts = _texts(20, seed=6)
+    numpy_run = with_layer_dynamics(tiny_st, layer_dynamics=False)
+    expected = mteb.evaluate(numpy_run, [retrieval_task(texts)], cache=None, **RUN).task_results[0]
+    tensor_run = with_layer_dynamics(tiny_st, layer_dynamics=False)
+    tensor_run.score_device = torch.device("cpu")
+    assert kinds == {"ndarray"}
+    got = mteb.evaluate(tensor_run, [retrieval_task(texts)], cache=None, **RUN).task_results[0]
+    assert kinds == {"ndarray", "Tensor"}
+    before, after = expected.scores["test"][0]["per_layer"], got.scores["test"][0]["per_layer"]
+    assert before["scored_on"] == "cpu" and after["scored_on"] == "cpu"
+    assert after["scores"] == pytest.approx(before["scores"], abs=1e-6)
+    assert got.scores["test"][0]["main_score"] == expected.scores["test"][0]["main_score"]

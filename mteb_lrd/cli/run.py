@@ -30,8 +30,8 @@ EPILOG = """examples:
   mteb-lrd run --model ./my-model --local-task data/faq=Retrieval --results runs/faq --batch-size 16
   mteb-lrd run --model ./pruned-model --task demo        # a folder written by `mteb-lrd prune`
   mteb-lrd run --model ./big-decoder --task LocalSICK-R --memory-budget-mb 512 --store-dtype float16
-  mteb-lrd run --model ./7b-decoder --local-task data/corpus=Retrieval --store-dtype float16 \
-      --per-layer-layers last:4 --no-cache --spill-dir /scratch      # a 7B model on a big corpus
+  mteb-lrd run --model ./big-decoder --local-task data/faq=Retrieval --store-dtype float16 \
+      --per-layer-layers last:4 --no-cache --spill-dir ./scratch   # a big model on a big corpus
 
 Results are normal mteb <Task>.json files (ResultCache layout) with two extra keys per subset:
 `layer_dynamics` and `per_layer`. Re-running resumes: finished tasks are skipped, results without

@@ -61,7 +61,7 @@ def layer_dynamics(
 ) -> dict[str, Any]:
     """The ``layer_dynamics`` entry for one task subset.
 
-    Only the rows each metric family samples are read, GFMI's one layer at a time
+    Only the rows each metric family samples are read, one layer at a time
     (:class:`~mteb_lrd.pipeline.RowSource`), so the working set is bounded by the caps and one layer;
     the numbers equal those of the metrics on every usable text with the same caps and seed.
 
@@ -185,6 +185,9 @@ def per_layer_scores(
         "num_states": last + 1,
         "layers": list(layers),
         "relative_depth": [layer / last for layer in layers],
+        "scored_on": str(wrapper.score_device)
+        if task.metadata.type in DOCUMENT_TYPES and wrapper.score_device
+        else "cpu",
         "scores": [None if not np.isfinite(s) else s for s in scores],
         "vectors": "L2-normalised pooled hidden state of each layer (h_0 = embeddings)",
     }

@@ -1,9 +1,11 @@
 """How the memory budget of a layer-dynamics run is shared: stored vectors vs what is read at once.
 
 The stored vectors (the chosen states of every text, every state of the sampled texts) keep in RAM
-what the budget leaves after the largest read out of them: the layer dynamics' working set (the
-Frenet / NRS sample of every state, or two copies of GFMI's sample of one state) or a per-layer
-read (a quarter of the budget, in float32 vectors; retrieval corpus chunks are cut to it). So the
+what the budget leaves after the largest read out of them: the layer dynamics' working set (they
+read one layer at a time: two copies of GFMI's sample of one state, Frenet's sample of one state
+in float64 with its decomposition and three bases, or a small task's sample of every state,
+:data:`~mteb_lrd.pipeline.SHARED_SEARCH_BYTES`, twice) or a per-layer read (a quarter of the
+budget, in float32 vectors; retrieval corpus chunks are cut to it). So the
 vectors kept plus the largest read stay within the budget; the rest of the vectors is spilled.
 """
 
@@ -13,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from mteb_lrd.parameters import Caps
+from mteb_lrd.pipeline import SHARED_SEARCH_BYTES
 
 __all__ = ["READ_SHARE", "MemoryPlan"]
 
@@ -29,7 +32,7 @@ class MemoryPlan:
     Attributes:
         stores_mb: megabytes the two stores may keep in RAM together (half each).
         read_rows: most texts a per-layer read returns at once.
-        lrd_working_mb: the layer dynamics' working set (``inf`` when a cap is ``None``).
+        lrd_working_mb: the layer dynamics' working set, estimated (``inf`` when a cap is ``None``).
     """
 
     stores_mb: float
@@ -43,7 +46,10 @@ class MemoryPlan:
         if caps.frenet is None or caps.nrs is None or caps.gfmi is None:
             working = math.inf
         else:
-            working = max(max(caps.frenet, caps.nrs) * num_states, 2 * caps.gfmi) * width / _MB
+            frenet = (
+                caps.frenet * dim * 20 + 3 * dim * min(caps.frenet, dim) * 8
+            )  # rows, float64 copy, SVD, bases
+            working = max(2 * SHARED_SEARCH_BYTES, 2 * caps.gfmi * width, frenet) / _MB
         if math.isinf(budget_mb):
             return cls(budget_mb, 2**62, working)
         reserve = max(budget_mb / 2 if math.isinf(working) else working, budget_mb * READ_SHARE)

@@ -33,7 +33,12 @@ from mteb_lrd.integration.layer_choice import resolve_layers
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.memory_plan import MemoryPlan
 from mteb_lrd.integration.naming import model_meta
-from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, LayerDynamicsOptions, is_lrd_call
+from mteb_lrd.integration.options import (
+    DOCUMENT_TYPES,
+    SUPPORTED_TASK_TYPES,
+    LayerDynamicsOptions,
+    is_lrd_call,
+)
 from mteb_lrd.integration.store import TextKey, VectorStore
 
 if TYPE_CHECKING:
@@ -73,6 +78,8 @@ class LayerDynamicsModel(AbsEncoder):
         store: the vectors of those states of every text of the current task (in RAM up to the
             memory budget, then in a memory-mapped temporary file).
         sample: every state of the texts the layer dynamics sample (same budget rule).
+        score_device: the model's accelerator, where per-layer retrieval searches run (``None``
+            on the CPU: numpy arrays, as mteb's own runs).
         calls: per ``(task, split, subset)``: the prompt type and keys of each ``encode`` call, until
             augmentation consumes them.
     """
@@ -113,6 +120,9 @@ class LayerDynamicsModel(AbsEncoder):
                 update={"experiment_kwargs": {**dict(meta.experiment_kwargs or {}), **label}}
             )
         self.mteb_model_meta = meta
+        device = self.extractor.device
+        self.score_device: Any = device if device.type != "cpu" else None
+        """Where per-layer retrieval searches run (the model's accelerator; ``None``: numpy on the CPU)."""
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
         self.depth = 0
@@ -330,15 +340,23 @@ class LayerView:
         hf_subset: str,
         prompt_type: PromptType | None = None,
         **kwargs: Any,
-    ) -> np.ndarray:
-        """Vectors of ``self.layer`` for the texts of ``inputs``.
+    ) -> Any:
+        """Vectors of ``self.layer`` for the texts of ``inputs`` (a numpy array; for retrieval and
+        reranking searches, a torch tensor on the parent's :attr:`~LayerDynamicsModel.score_device`
+        when it has one).
 
         Raises:
             KeyError: when a text was not encoded by the parent (it would need a forward pass).
         """
-        prompt = self.parent.resolve_prompt(task_metadata, prompt_type) or ""
-        stored = self.parent.layers.index(self.layer)
-        return self.parent.store.layer(stored, [(prompt, text) for text in self.texts(inputs)])
+        parent = self.parent
+        prompt = parent.resolve_prompt(task_metadata, prompt_type) or ""
+        stored = parent.layers.index(self.layer)
+        vectors = parent.store.layer(stored, [(prompt, text) for text in self.texts(inputs)])
+        if parent.score_device is not None and str(task_metadata.type) in DOCUMENT_TYPES:
+            import torch  # mteb's searches score torch tensors where they are: on the model's GPU
+
+            return torch.from_numpy(vectors).to(parent.score_device)
+        return vectors
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
         """The parent's similarity."""

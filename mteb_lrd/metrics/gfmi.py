@@ -12,7 +12,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.states import normalise_rows, prepare_states, require_rows, row_scale
+from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
 
 __all__ = [
@@ -226,19 +226,11 @@ def gfmi_by_layer(
         ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
     """
     p = _validate_parameters(k, percentiles, backend)
-    if num_states < 2:
-        raise ValueError(f"gfmi needs at least 2 hidden states (h_0 and h_L); got {num_states}")
-    scale = np.stack([row_scale(read_layer(layer)) for layer in range(num_states)])
-    kept = np.flatnonzero((scale > 0).all(axis=0))
-    n_rows = scale.shape[1]
-    require_rows(kept.size, n_rows, k + 1, f"gfmi with k={k}")
+    reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"gfmi with k={k}")
     components = np.stack(
-        [
-            _layer_components(normalise_rows(read_layer(layer)[kept], scale[layer, kept]), k, p, backend)
-            for layer in range(num_states)
-        ]
+        [_layer_components(reader.unit(layer), k, p, backend) for layer in range(num_states)]
     )
-    return build_gfmi_result(components, p, k, kept.size, n_rows - kept.size)
+    return build_gfmi_result(components, p, k, reader.kept.size, reader.n_dropped)
 
 
 def _validate_parameters(k: int, percentiles: object, backend: str) -> np.ndarray:

@@ -6,15 +6,16 @@ all texts of the layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.states import prepare_states
+from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import safe_mean, third
 
-__all__ = ["NRSResult", "nrs", "jaccard_retention", "anchor_ids", "nrs_from_neighbours"]
+__all__ = ["NRSResult", "nrs", "nrs_by_layer", "jaccard_retention", "anchor_ids", "nrs_from_neighbours"]
 
 
 def anchor_ids(n: int, n_anchors: int, seed: int = 42) -> np.ndarray:
@@ -114,3 +115,29 @@ def nrs(
         n_used=x.shape[1],
         n_dropped=prepared.n_dropped,
     )
+
+
+def nrs_by_layer(
+    read_layer: Callable[[int], np.ndarray],
+    num_states: int,
+    k: int = 20,
+    n_anchors: int = 500,
+    seed: int = 42,
+    backend: str = "auto",
+) -> NRSResult:
+    """:func:`nrs` reading one hidden state at a time: the memory of one layer, not of all.
+
+    Equal to ``nrs(np.stack([read_layer(l) for l in range(num_states)]), ...)`` (same rows dropped,
+    same normalisation, same numbers); each layer is read twice (validity, then the search).
+
+    Raises:
+        ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
+    """
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer; got {k!r}")
+    resolve_backend(backend)
+    reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"nrs with k={k}")
+    anchors = anchor_ids(reader.kept.size, n_anchors, seed)
+    neighbours = np.stack([knn(reader.unit(layer), k, anchors, backend)[1] for layer in range(num_states)])
+    jaccard, first_last = nrs_from_neighbours(neighbours)
+    return NRSResult(jaccard, first_last, int(k), int(anchors.size), int(reader.kept.size), reader.n_dropped)

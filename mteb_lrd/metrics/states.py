@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["PreparedStates", "normalise_rows", "prepare_states", "require_rows", "row_scale", "subsample"]
+__all__ = [
+    "LayerReader",
+    "PreparedStates",
+    "normalise_rows",
+    "prepare_states",
+    "require_rows",
+    "row_scale",
+    "subsample",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,51 @@ def prepare_states(states: object, *, min_rows: int = 2, what: str = "this metri
     for layer in range(n_layers):
         x[layer] = normalise_rows(arr[layer, kept], scale[layer, kept])
     return PreparedStates(x=x, kept=kept, n_dropped=int(n_rows - kept.size))
+
+
+@dataclass(frozen=True)
+class LayerReader:
+    """Per-layer vectors read one hidden state at a time, validated as :func:`prepare_states` does.
+
+    A first pass over the layers finds the rows that are finite and non-zero at every layer;
+    :meth:`unit` then returns one layer's kept rows L2-normalised, exactly as ``prepare_states``
+    would (same rows, same bits), so a metric holds one layer, not all.
+
+    Attributes:
+        read_layer: ``l -> (N, d)`` vectors of hidden state ``l`` (the same N texts for every ``l``).
+        num_states: ``L + 1``.
+        kept: the rows usable at every layer. scale: ``(L+1, N)`` :func:`row_scale` of each layer.
+    """
+
+    read_layer: Callable[[int], np.ndarray]
+    num_states: int
+    kept: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def of(
+        cls, read_layer: Callable[[int], np.ndarray], num_states: int, *, min_rows: int, what: str
+    ) -> LayerReader:
+        """Validate: at least 2 hidden states and ``min_rows`` usable rows.
+
+        Raises:
+            ValueError: naming ``what`` otherwise.
+        """
+        if num_states < 2:
+            raise ValueError(f"{what} needs at least 2 hidden states (h_0 and h_L); got {num_states}")
+        scale = np.stack([row_scale(read_layer(layer)) for layer in range(num_states)])
+        kept = np.flatnonzero((scale > 0).all(axis=0))
+        require_rows(kept.size, scale.shape[1], min_rows, what)
+        return cls(read_layer, num_states, kept, scale)
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows excluded for NaN, Inf or a zero vector at some layer."""
+        return int(self.scale.shape[1] - self.kept.size)
+
+    def unit(self, layer: int) -> np.ndarray:
+        """``(n_kept, d)`` float32 L2-normalised kept rows of hidden state ``layer``."""
+        return normalise_rows(self.read_layer(layer)[self.kept], self.scale[layer, self.kept])
 
 
 def _work_dtype(rows: np.ndarray) -> type:

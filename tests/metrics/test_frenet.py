@@ -128,3 +128,38 @@ def test_fewer_texts_than_dimensions_matches_reference_svd(rank):
     ours, ref = frenet(tall, rank=9), ref_frenet(tall, rank=9)  # 9 > 12 - 9: complements are compared
     np.testing.assert_allclose(ours.speed, ref["speed"], atol=TOL)
     assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
+
+
+@pytest.mark.parametrize(("n", "d", "num_states"), [(50, 16, 6), (30, 64, 5), (40, 40, 2), (12, 6, 3)])
+@pytest.mark.parametrize("rank", [None, 3])
+def test_frenet_by_layer_equals_frenet_bit_for_bit(n, d, num_states, rank):
+    from mteb_lrd.metrics.frenet import frenet_by_layer
+
+    x = np.random.default_rng(n + d).standard_normal((num_states, n, d)).astype(np.float32)
+    x[1, 3] = np.nan  # dropped from every layer
+    x[-1, 5] = 0.0
+    reads = []
+
+    def read(layer):
+        reads.append(layer)
+        return x[layer]
+
+    whole, by_layer = frenet(x, rank=rank), frenet_by_layer(read, num_states, rank=rank)
+    for name in ("speed", "curvature", "chord"):
+        assert np.array_equal(getattr(whole, name), getattr(by_layer, name)), name
+    assert (whole.d0L, whole.rank, whole.n_used, whole.n_dropped) == (
+        by_layer.d0L, by_layer.rank, by_layer.n_used, by_layer.n_dropped,
+    )  # fmt: skip
+    assert len(reads) == 2 * num_states  # validity, then one decomposition per layer
+
+
+def test_frenet_by_layer_refuses_what_frenet_refuses():
+    from mteb_lrd.metrics.frenet import frenet_by_layer
+
+    x = np.random.default_rng(0).standard_normal((3, 5, 4))
+    with pytest.raises(ValueError, match="at least 2 hidden states"):
+        frenet_by_layer(lambda layer: x[layer], 1)
+    with pytest.raises(ValueError, match="rank must be"):
+        frenet_by_layer(lambda layer: x[layer], 3, rank=0)
+    with pytest.raises(ValueError, match="var_threshold"):
+        frenet_by_layer(lambda layer: x[layer], 3, var_threshold=1.5)

@@ -86,3 +86,26 @@ def test_nrs_needs_more_rows_than_k(states):
     with pytest.raises(ValueError, match="at least 21 valid rows"):
         nrs(states[:, :20], k=20)
     assert nrs(states[:, :21], k=20).jaccard.shape == (states.shape[0] - 1,)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "faiss-cpu"])
+def test_nrs_by_layer_equals_nrs_and_reads_one_layer_at_a_time(states, backend):
+    from mteb_lrd.metrics.nrs import nrs_by_layer
+
+    x = states.astype(np.float32).copy()
+    x[1, 4] = np.inf  # dropped from every layer
+    reads = []
+
+    def read(layer):
+        reads.append(layer)
+        return x[layer]
+
+    ours = nrs_by_layer(read, x.shape[0], k=7, n_anchors=40, seed=3, backend=backend)
+    whole = nrs(x, k=7, n_anchors=40, seed=3, backend=backend)
+    assert sorted(reads) == sorted(2 * list(range(x.shape[0])))
+    np.testing.assert_array_equal(ours.jaccard, whole.jaccard)
+    assert (ours.first_last, ours.n_used, ours.n_dropped, ours.n_anchors) == (
+        whole.first_last, whole.n_used, whole.n_dropped, whole.n_anchors,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="needs at least 8 valid rows"):
+        nrs_by_layer(lambda layer: x[layer, :6], x.shape[0], k=7)
