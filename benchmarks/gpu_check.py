@@ -22,6 +22,13 @@ Stages (each timed):
 4. throughput (CUDA only, no pass / fail): warm texts/s of ``LayerExtractor`` (every hidden state)
    against ``SentenceTransformer.encode`` (the last), fp32 / fp16 / bf16, batch 64 and 256, on the
    texts repeated ``--throughput-repeat`` times.
+5. end to end (``--e2e-model FOLDER``, e.g. all-mpnet-base-v2): one ``mteb-lrd run`` of that model
+   on STS Benchmark and a retrieval task built from its pairs (the shared data, else the bundled
+   sample), on CUDA in fp16 (``--dtype float16``; on the CPU in fp32 as a smoke test), default
+   layer choice, GPU kNN and per-layer retrieval scoring on the GPU. Prints the wall time, the time
+   inside the forward passes (CUDA-synchronised), the share outside them, and the LRD and
+   per-layer stages' shares; checks that every result row has both layer keys and that retrieval's
+   per-layer scores ran on the model's device.
 
 Without CUDA the CUDA parts are skipped with a message, the CPU parts still run (the CPU kNN
 backends are then compared with each other), and the exit code reports only what ran: 0 when every
@@ -32,13 +39,14 @@ check that ran passed, 1 otherwise. A summary is printed and, when ``$OUT`` is s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -244,14 +252,104 @@ def check_lrd(states: np.ndarray | None, report: dict[str, Any]) -> None:
           f"{'OK' if ok else 'FAILED'}; {seconds:.2f} s vs {seconds_ref:.2f} s")  # fmt: skip
 
 
+def _retrieval_folder(pairs: list[dict[str, Any]], folder: Path) -> Path:
+    """A local retrieval task: sentence1 of pairs scored >= 4 as queries, every sentence2 as corpus."""
+    from mteb_lrd.io import atomic_write_text
+
+    hits = [i for i, p in enumerate(pairs) if float(p["score"]) >= 4.0]
+    lines = {
+        "corpus.jsonl": [{"id": f"d{i}", "text": p["sentence2"]} for i, p in enumerate(pairs)],
+        "queries.jsonl": [{"id": f"q{i}", "text": pairs[i]["sentence1"]} for i in hits],
+        "qrels/test.jsonl": [{"query_id": f"q{i}", "corpus_id": f"d{i}", "score": 1} for i in hits],
+    }
+    for name, rows in lines.items():
+        atomic_write_text(folder / name, "".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+@contextlib.contextmanager
+def _stage_clocks(seconds: dict[str, float]) -> Iterator[None]:
+    """Accumulate the forward passes', the LRD's and the per-layer scoring's seconds (CUDA-synchronised)."""
+    from mteb_lrd.integration import augmentation
+
+    def clocked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+
+        return run
+
+    patched = [(LayerExtractor, "_forward", "forward"), (augmentation, "layer_dynamics", "lrd"),
+               (augmentation, "per_layer_scores", "per_layer")]  # fmt: skip
+    originals = [getattr(owner, name) for owner, name, _ in patched]
+    for (owner, name, label), original in zip(patched, originals, strict=True):
+        setattr(owner, name, clocked(label, original))
+    try:
+        yield
+    finally:
+        for (owner, name, _), original in zip(patched, originals, strict=True):
+            setattr(owner, name, original)
+
+
+def check_end_to_end(model_path: str | None, report: dict[str, Any]) -> None:
+    """One ``mteb-lrd run`` of ``model_path`` (fp16 on CUDA): the share of wall time outside the forward pass."""
+    import tempfile
+
+    from mteb_lrd.cli import main as cli_main
+    from mteb_lrd.defaults import demo_pairs
+    from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir
+    from mteb_lrd.io import read_jsonl
+
+    if model_path is None:
+        print("end to end: skipped (pass --e2e-model FOLDER, e.g. the all-mpnet-base-v2 folder)")
+        return
+    cuda = torch.cuda.is_available()
+    sts = SHARED_STS["LocalSTSBenchmark"].test_file(shared_sts_dir())
+    pairs = read_jsonl(sts) if sts.is_file() else demo_pairs()
+    work = Path(tempfile.mkdtemp(prefix="gpu-check-e2e-"))
+    retrieval = _retrieval_folder(pairs, work / "retrieval")
+    command = ["run", "--model", model_path, "--task", "LocalSTSBenchmark" if sts.is_file() else "demo",
+               "--local-task", f"{retrieval}=Retrieval", "--results", str(work / "results"), "--no-cache",
+               "--batch-size", "64", "--device", "cuda" if cuda else "cpu"]  # fmt: skip
+    command += ["--dtype", "float16"] if cuda else []
+    seconds: dict[str, float] = {}
+    with _stage_clocks(seconds):
+        wall, code = _timed(lambda: cli_main(command))
+    rows = [row for path in (work / "results").rglob("*.json") if path.name != "model_meta.json"
+            for row in json.loads(path.read_text()).get("scores", {}).get("test", [])]  # fmt: skip
+    scored_on = sorted({row["per_layer"].get("scored_on", "?") for row in rows if "per_layer" in row})
+    outside = (wall - seconds.get("forward", 0.0)) / wall
+    stage = {
+        "model": model_path, "command": "mteb-lrd " + " ".join(command), "exit_code": code,
+        "wall_s": round(wall, 3), **{f"{k}_s": round(v, 3) for k, v in seconds.items()},
+        "share_outside_forward": round(outside, 4),
+        "share_lrd": round(seconds.get("lrd", 0.0) / wall, 4),
+        "share_per_layer": round(seconds.get("per_layer", 0.0) / wall, 4),
+        "knn_backend": resolve_backend("auto"), "per_layer_scored_on": scored_on,
+        "ok": code == 0 and len(rows) >= 2 and all("layer_dynamics" in r and "per_layer" in r for r in rows)
+        and (not cuda or any(s.startswith("cuda") for s in scored_on)),
+    }  # fmt: skip
+    report["end_to_end"] = stage
+    print(f"end to end: {wall:.1f} s wall, forward passes {seconds.get('forward', 0.0):.1f} s, outside them "
+          f"{100 * outside:.1f} % (LRD {100 * stage['share_lrd']:.1f} %, per-layer "
+          f"{100 * stage['share_per_layer']:.1f} %), kNN {stage['knn_backend']}, per-layer retrieval on "
+          f"{scored_on}: {'ok' if stage['ok'] else 'FAILED'}")  # fmt: skip
+
+
 def _failures(report: dict[str, Any]) -> list[str]:
     failed = []
     for stage in ("extraction", "knn"):
         for name, run in report.get(stage, {}).get("runs", {}).items():
             if run.get("ok") is False:
                 failed.append(f"{stage} {name}")
-    if report.get("lrd", {}).get("ok") is False:
-        failed.append("lrd")
+    for stage in ("lrd", "end_to_end"):
+        if report.get(stage, {}).get("ok") is False:
+            failed.append(stage)
     return failed
 
 
@@ -273,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         default=32,
         help="texts x this for the CUDA throughput stage (0: skip)",
     )
+    parser.add_argument("--e2e-model", default=None, metavar="FOLDER",
+                        help="a model folder for the end-to-end mteb-lrd run (e.g. all-mpnet-base-v2)")  # fmt: skip
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--k", type=int, default=30)
     args = parser.parse_args(argv)
@@ -291,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             "throughput",
             lambda: check_throughput(_texts(args.texts), args.throughput_repeat, report, args.model),
         ),
+        ("end_to_end", lambda: check_end_to_end(args.e2e_model, report)),
     ):
         start = time.perf_counter()
         stage()

@@ -77,3 +77,46 @@ def test_the_same_task_names_in_every_command():
         assert _short_task_name(local) == _short_task_name(entry.short) == entry.short
     assert canonical_task_name("demo") == "LocalSTSBenchmarkDemo"
     assert canonical_task_name("SomeMTEBTask") == "SomeMTEBTask"
+
+
+def test_run_scale_options_reach_the_wrapper_options():
+    from mteb_lrd.cli.run import extraction_cache, lrd_options
+
+    parser = build_parser()
+    args = parser.parse_args(["run", "--per-layer-layers", "last:4", "--spill-dir", "/scratch", "--dtype",
+                              "float16", "--no-cache", "--store-dtype", "float16"])  # fmt: skip
+    options = lrd_options(args)
+    assert options["per_layer_layers"] == "last:4" and options["spill_dir"] == "/scratch"
+    assert options["dtype"] == "float16" and options["store_dtype"] == "float16"
+    assert extraction_cache("model", args) == (None, False)
+    assert "dtype" not in lrd_options(parser.parse_args(["run"]))
+    assert lrd_options(parser.parse_args(["run"]))["per_layer_layers"] == "auto"
+    with pytest.raises(ValueError, match="per_layer_layers"):
+        lrd_options(parser.parse_args(["run", "--per-layer-layers", "every:0"]))
+    with pytest.raises(ValueError, match="--no-cache and --cache-dir"):
+        lrd_options(parser.parse_args(["run", "--no-cache", "--cache-dir", "c"]))
+
+
+def test_ray_units_get_the_cache_choice(tmp_path):
+    from mteb_lrd.cli.executor import run_on_ray
+    from mteb_lrd.cli.run import lrd_options
+
+    seen = {}
+
+    def fake_run_units(units, config, **kwargs):
+        seen["config"] = config
+        return []
+
+    import mteb_lrd.integration.distributed as distributed
+
+    parser = build_parser()
+    for argv, cache, cache_dir in ((["--no-cache"], False, None), (["--cache-dir", "shared"], True, "shared"),
+                                   ([], True, None)):  # fmt: skip
+        args = parser.parse_args(["run", "--executor", "ray", "--task", "demo", *argv])
+        original = distributed.run_units
+        distributed.run_units = fake_run_units
+        try:
+            run_on_ray(args, ["default"], lrd_options(args))
+        finally:
+            distributed.run_units = original
+        assert seen["config"].cache is cache and seen["config"].options.get("cache_dir") == cache_dir

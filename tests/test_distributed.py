@@ -192,6 +192,15 @@ def test_resume_needs_the_layer_keys(models, task_specs, tmp_path):
     assert not is_finished(unit, config)
     outcome = run_unit(unit, config)
     assert outcome.status == "done" and is_finished(unit, config)
+    assert outcome.disk_mb is not None and outcome.disk_mb["cache"] > 0  # measured before its removal
+    assert "disk: spill peak" in outcome.line()
+    assert not (tmp_path / "mteb-lrd-cache" / "units" / unit.key).exists()
+    # a rerun asking for states never scored is not finished; fewer are
+    assert not is_finished(unit, UnitConfig(str(tmp_path), {**OPTIONS, "per_layer_layers": [0, 99]}))
+    assert is_finished(unit, UnitConfig(str(tmp_path), {**OPTIONS, "per_layer_layers": "last:1"}))
+    uncached = run_unit(unit, UnitConfig(str(tmp_path / "none"), OPTIONS, batch_size=4, cache=False))
+    assert uncached.disk_mb == {"spill_peak": 0.0, "cache": 0.0}
+    assert not (tmp_path / "none" / "mteb-lrd-cache").exists()
     path = Path(outcome.path)
     data = json.loads(path.read_text())
     for row in data["scores"]["test"]:

@@ -55,6 +55,9 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
                         help="results folder (mteb ResultCache layout: <results>/results/<model>/...)")  # fmt: skip
     parser.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda when available)")
+    parser.add_argument("--dtype", default=None, choices=("float32", "float16", "bfloat16"),
+                        help="compute dtype of the forward passes (default: the model's own; float16 / "
+                        "bfloat16 on a GPU halve a large model's memory and time)")  # fmt: skip
     parser.add_argument("--no-per-layer", action="store_true", help="skip the per-layer main scores")
     parser.add_argument("--per-layer-layers", default=DEFAULT_LAYER_CHOICE, metavar="CHOICE",
                         help="hidden states that get a per-layer main score: 'auto' (default: every state of "
@@ -99,6 +102,7 @@ def lrd_options(args: argparse.Namespace) -> dict:
     return {
         **({"template": template} if template is not None else {}),
         **({"spill_dir": str(args.spill_dir)} if args.spill_dir is not None else {}),
+        **({"dtype": args.dtype} if getattr(args, "dtype", None) is not None else {}),
         "per_layer": not args.no_per_layer,
         "per_layer_layers": args.per_layer_layers,
         "frenet_cap": args.frenet_cap,
