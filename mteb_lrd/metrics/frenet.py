@@ -31,8 +31,9 @@ def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Principal directions of each layer's centred rows, descending: ``(S² (…, m), V (…, d, m))``.
 
     With ``N >= d``: the eigen-decomposition of the d×d scatter ``X̃ᵀX̃`` (``m = d``, a complete
-    basis). With ``N < d``: the thin SVD of the N×d centred rows (``m = N``; the other directions
-    carry no variance and the rank never reaches them). float64 either way.
+    basis). With ``N < d``: that of the N×N Gram matrix ``X̃X̃ᵀ = U S² Uᵀ``, directions
+    ``V = X̃ᵀU / S`` (``m = N``; the other directions carry no variance and the rank never reaches
+    them; directions without variance are zero). float64 either way.
     """
     layers = x.reshape((-1,) + x.shape[-2:])
     n, d = layers.shape[1:]
@@ -45,9 +46,15 @@ def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if n >= d:
             values, vectors = np.linalg.eigh(centred.T @ centred)
             eigvals[i], eigvecs[i] = values[::-1], vectors[:, ::-1]
-        else:
-            _, singular, vt = np.linalg.svd(centred, full_matrices=False)
-            eigvals[i], eigvecs[i] = singular**2, vt.T
+        else:  # the N×N Gram matrix: ~10x faster than the SVD at N = 1000, d = 4096, same directions
+            values, vectors = np.linalg.eigh(centred @ centred.T)
+            values = np.clip(values[::-1], 0.0, None)
+            singular = np.sqrt(values)
+            directions = centred.T @ vectors[:, ::-1]
+            nonzero = singular > singular[0] * 1e-12 if singular[0] > 0 else np.zeros(m, dtype=bool)
+            directions[:, nonzero] /= singular[nonzero]
+            directions[:, ~nonzero] = 0.0  # no variance: never inside the rank (at most N - 1)
+            eigvals[i], eigvecs[i] = values, directions
     shape = x.shape[:-2]
     return np.clip(eigvals, 0.0, None).reshape(shape + (m,)), eigvecs.reshape(shape + (d, m))
 
