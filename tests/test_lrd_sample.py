@@ -9,6 +9,7 @@ import pytest
 from mteb_lrd import with_layer_dynamics
 from mteb_lrd.extraction.extractor import extract_layer_states
 from mteb_lrd.integration import expected_texts as expected_module
+from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.store import VectorStore
 from mteb_lrd.parameters import Caps
@@ -130,13 +131,14 @@ def test_wrapper_numbers_equal_keeping_every_state_of_every_text(tiny_st, monkey
     _assert_same(row["summary"], _reference(tiny_st, pairs_texts, caps))
     assert row["sample"]["expected_texts"] == 48 + 5 * wrong
     assert (row["sample"]["n_reencoded"] > 0) == wrong
+    assert row["sample"]["background"] is not wrong  # measured while mteb scored, when all texts were in
 
 
 def test_retrieval_samples_the_corpus_documents(tiny_st):
     texts = _texts(40, seed=2)
     wrapped = with_layer_dynamics(tiny_st, per_layer=False, **CAPS)
     row = _dynamics_row(wrapped, retrieval_task(texts))
-    assert row["sample"] == {"expected_texts": 40, "n_reencoded": 0}
+    assert row["sample"] == {"expected_texts": 40, "n_reencoded": 0, "background": True}
     caps = Caps(CAPS["frenet_cap"], CAPS["nrs_cap"], CAPS["gfmi_cap"])
     _assert_same(row["summary"], _reference(tiny_st, texts, caps))
 
@@ -244,3 +246,36 @@ def test_per_layer_retrieval_on_the_score_device_gives_equal_scores(tiny_st, mon
     assert before["scored_on"] == "cpu" and after["scored_on"] == "cpu"
     assert after["scores"] == pytest.approx(before["scores"], abs=1e-6)
     assert got.scores["test"][0]["main_score"] == expected.scores["test"][0]["main_score"]
+
+
+def _two_column_task(first: list[str], second: list[str]):
+    from mteb_lrd.integration.local_tasks import make_task
+
+    pairs = [
+        {"sentence1": a, "sentence2": b, "score": float(i % 5)}
+        for i, (a, b) in enumerate(zip(first, second, strict=True))
+    ]
+    return make_task("STS", "TwoColumns", lambda: {"default": {"test": pairs}})()
+
+
+@pytest.mark.parametrize("expected", ["right", "first column only"])
+def test_a_background_measurement_is_dropped_when_more_texts_arrive(tiny_st, monkeypatch, expected):
+    """An expectation that is too small starts the worker after the first column; the second
+    column's new texts make that measurement stale, and the foreground one gives the same numbers."""
+    first, second = _texts(24, seed=7), _texts(24, seed=8)
+    if expected != "right":
+        monkeypatch.setattr(expected_module, "expected_texts", lambda *a: 24)
+    started = []
+    original_start = BackgroundDynamics.start
+    monkeypatch.setattr(
+        BackgroundDynamics, "start", lambda self, *a: started.append(1) or original_start(self, *a)
+    )
+    wrapped = with_layer_dynamics(tiny_st, per_layer=False, **CAPS)
+    row = _dynamics_row(wrapped, _two_column_task(first, second), batch_size=4)
+    foreground = with_layer_dynamics(tiny_st, per_layer=False, background_lrd=False, **CAPS)
+    reference = _dynamics_row(foreground, _two_column_task(first, second), batch_size=4)
+    assert started == [1]  # started once in both cases
+    assert row["sample"]["background"] is (expected == "right")
+    assert reference["sample"]["background"] is False
+    assert row["summary"] == reference["summary"] and row["n_texts"] == 48
+    assert not wrapped.background.pending  # waited for and cleared with the subset

@@ -37,13 +37,12 @@ from mteb_lrd.integration.options import (
 )
 from mteb_lrd.integration.store import release_freed_memory
 from mteb_lrd.io import to_jsonable
-from mteb_lrd.pipeline import RowSource
-from mteb_lrd.pipeline import layer_dynamics as compute_layer_dynamics
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.lrd_sample import LRDSample
+    from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
     from mteb_lrd.integration.store import TextKey
     from mteb_lrd.integration.wrapper import LayerDynamicsModel
+    from mteb_lrd.metrics.lrd import LRDResult
 
 __all__ = ["augment_scores", "layer_dynamics", "per_layer_scores"]
 
@@ -58,12 +57,14 @@ def layer_dynamics(
     options: LayerDynamicsOptions,
     info: Mapping[str, Any],
     reencode: Callable[[list[TextKey]], None],
+    early: tuple[SampleDraw, LRDResult | None] | None = None,
 ) -> dict[str, Any]:
     """The ``layer_dynamics`` entry for one task subset.
 
     Only the rows each metric family samples are read, one layer at a time
-    (:class:`~mteb_lrd.pipeline.RowSource`), so the working set is bounded by the caps and one layer;
-    the numbers equal those of the metrics on every usable text with the same caps and seed.
+    (:meth:`~mteb_lrd.integration.lrd_sample.LRDSample.measure`), so the working set is bounded by
+    the caps and one layer; the numbers equal those of the metrics on every usable text with the
+    same caps and seed.
 
     Args:
         sample: every state of the sampled texts, and every text's usability.
@@ -71,44 +72,38 @@ def layer_dynamics(
         info: extra fields recorded as they are (texts rule, prompt, pooling, final-norm convention).
         reencode: encodes sampled texts whose states were not kept into ``sample`` (the expected
             number of texts was wrong or unknown, or some texts turned out unusable).
+        early: the same measurement made in the background on the same texts, when there is one.
 
     Returns:
         A JSON-serialisable dict: Frenet / NRS / GFMI profiles and summaries, the flat model-level
         ``summary`` (``frenet_d0L`` first), N used per metric, caps, seed, ``n_dropped`` (texts with
         NaN / Inf / zero vectors at some layer, excluded) and ``sample`` (expected texts, texts
-        encoded again).
+        encoded again, whether it was measured in the background).
     """
-    draw = sample.draw()
+    background = early is not None and early[1] is not None
+    draw, result = early if early is not None and background else sample.measure(options.params, reencode)
     n = len(draw.keys)
     record: dict[str, Any] = {**info, "n_texts": draw.n_texts, "n_dropped": int(draw.n_texts - n)}
-    if n < 4:
+    if result is None:
         record["error"] = f"{n} usable texts: the metrics need at least 4"
         return to_jsonable(record)
     if draw.missing:
-        logger.info("mteb-lrd: encoding %d sampled texts again (expected %s texts, %d usable of %d)",
+        logger.info("mteb-lrd: encoded %d sampled texts again (expected %s texts, %d usable of %d)",
                     len(draw.missing), sample.expected, n, draw.n_texts)  # fmt: skip
-        reencode(draw.missing)
-    caps, store = options.caps, sample.store
-
-    def keys_of(rows: np.ndarray) -> list[TextKey]:
-        return [draw.keys[i] for i in rows]
-
-    source = RowSource(
-        store.num_states,
-        n,
-        lambda rows: store.gather(keys_of(rows)),
-        lambda layer, rows: store.layer(layer, keys_of(rows)),
-    )
-    result = compute_layer_dynamics(source, caps, options.seed, options.params, rows=draw.rows).to_dict()
-    result.pop("n_dropped")
-    result["n_input"] = n
-    record.update(result)
+    measured = result.to_dict()
+    measured.pop("n_dropped")
+    measured["n_input"] = n
+    record.update(measured)
     record.update(
         {
-            "caps": asdict(caps),
+            "caps": asdict(options.caps),
             "n_used": {metric: int(idx.size) for metric, idx in draw.rows.items()},
-            "sample": {"expected_texts": sample.expected, "n_reencoded": len(draw.missing)},
-            "store": store.describe(),
+            "sample": {
+                "expected_texts": sample.expected,
+                "n_reencoded": len(draw.missing),
+                "background": background,
+            },
+            "store": sample.store.describe(),
         }
     )
     return to_jsonable(record)
@@ -231,7 +226,8 @@ def augment_scores(
         release_freed_memory()  # what the extraction freed, before the LRD and per-layer stages
         if options.layer_dynamics:
             info = {"texts": texts_rule(meta.type), "prompt": keys[0][0], **wrapper.last_states_info}
-            scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode)
+            early = wrapper.background.result(len(wrapper.sample))
+            scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode, early)
             release_freed_memory()
         if options.per_layer:
             scores["per_layer"] = per_layer_scores(

@@ -22,13 +22,15 @@ whatever the task's size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from mteb_lrd.integration.store import TextKey, VectorStore
-from mteb_lrd.parameters import Caps
+from mteb_lrd.metrics.lrd import LRDResult
+from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.pipeline import RowSource, layer_dynamics
 
 __all__ = ["LRDSample", "SampleDraw"]
 
@@ -137,6 +139,39 @@ class LRDSample:
         union = np.unique(np.concatenate(list(rows.values()))) if usable else np.zeros(0, dtype=np.int64)
         missing = [usable[i] for i in union if usable[i] not in self.store]
         return SampleDraw(usable, rows, missing, len(keys))
+
+    def measure(
+        self, params: MetricParams, reencode: Callable[[list[TextKey]], None] | None
+    ) -> tuple[SampleDraw, LRDResult | None]:
+        """The draw and the layer dynamics of its rows, each family read one state at a time.
+
+        Args:
+            params: the metric parameters.
+            reencode: encodes sampled texts whose states were not kept into :attr:`store`;
+                ``None``: then such texts leave the result ``None``.
+
+        Returns:
+            ``(draw, result)``; ``result`` is ``None`` with fewer than 4 usable texts or texts
+            missing without ``reencode``.
+        """
+        draw = self.draw()
+        n = len(draw.keys)
+        if n < 4 or (draw.missing and reencode is None):
+            return draw, None
+        if draw.missing and reencode is not None:
+            reencode(draw.missing)
+        store = self.store
+
+        def keys_of(rows: np.ndarray) -> list[TextKey]:
+            return [draw.keys[i] for i in rows]
+
+        source = RowSource(
+            store.num_states,
+            n,
+            lambda rows: store.gather(keys_of(rows)),
+            lambda layer, rows: store.layer(layer, keys_of(rows)),
+        )
+        return draw, layer_dynamics(source, self.caps, self.seed, params, rows=draw.rows)
 
     def clear(self) -> None:
         """Forget every text and vector (the next subset starts empty)."""

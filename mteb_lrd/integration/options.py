@@ -70,6 +70,8 @@ class LayerDynamicsOptions:
             up to 13 states, else 9 evenly spaced from ``h_0`` to ``h_L``; ``"all"``, ``"every:N"``,
             ``"last:N"``, or indices; ``h_L`` always). Only these states of every text are kept;
             the layer dynamics use every state of the texts they sample.
+        background_lrd: measure the layer dynamics in a worker thread while mteb scores the task
+            (once every expected text is encoded; same numbers), instead of after it.
         frenet_cap / nrs_cap / gfmi_cap: at most this many texts per metric (reference 1000, 1000,
             5000), drawn with ``RandomState(seed).choice``; ``None`` = all.
         seed: sub-sampling and NRS anchor seed.
@@ -93,6 +95,7 @@ class LayerDynamicsOptions:
     layer_dynamics: bool = True
     per_layer: bool = True
     per_layer_layers: str | tuple[int, ...] = DEFAULT_LAYER_CHOICE
+    background_lrd: bool = True
     frenet_cap: int | None = Caps.frenet
     nrs_cap: int | None = Caps.nrs
     gfmi_cap: int | None = Caps.gfmi

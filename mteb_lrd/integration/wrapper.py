@@ -29,6 +29,7 @@ from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
+from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.layer_choice import resolve_layers
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.memory_plan import MemoryPlan
@@ -78,6 +79,7 @@ class LayerDynamicsModel(AbsEncoder):
         store: the vectors of those states of every text of the current task (in RAM up to the
             memory budget, then in a memory-mapped temporary file).
         sample: every state of the texts the layer dynamics sample (same budget rule).
+        background: the layer dynamics measured in a worker thread once every expected text is in.
         score_device: the model's accelerator, where per-layer retrieval searches run (``None``
             on the CPU: numpy arrays, as mteb's own runs).
         calls: per ``(task, split, subset)``: the prompt type and keys of each ``encode`` call, until
@@ -113,6 +115,7 @@ class LayerDynamicsModel(AbsEncoder):
         self.sample = LRDSample(
             options.caps, options.seed, VectorStore(half, options.store_dtype, options.spill_dir)
         )
+        self.background = BackgroundDynamics()
         meta = model_meta(self.inner, self.extractor.loaded.architecture.model, name, revision)
         if self.extractor.template is not None:  # its results sit beside the model's, never over them
             label = {"template": template_label(self.extractor.template)}
@@ -220,6 +223,8 @@ class LayerDynamicsModel(AbsEncoder):
         texts the layer dynamics sample, one shard at a time (a call's vectors are never held together)."""
         per_layer = supported and self.options.per_layer
         sampled = supported and self.options.layer_dynamics and is_lrd_call(task_type, prompt_type)
+        if sampled and self.background.pending:  # more texts than expected: nothing may read meanwhile
+            self.background.wait()
         full_rows = self.sample.admit(keys) if sampled else np.zeros(len(keys), dtype=bool)
         keep = KeptStates(self.layers if per_layer else (), full_rows, self.options.store_dtype)
         embeddings: np.ndarray | None = None
@@ -236,6 +241,8 @@ class LayerDynamicsModel(AbsEncoder):
                 self.sample.record(shard_keys, shard["valid"], kept, shard["full"])
         if embeddings is None:
             raise ValueError("texts is empty: nothing to encode")
+        if sampled and self.options.background_lrd and len(self.sample) == self.sample.expected:
+            self.background.start(self.sample, self.options.params)  # every expected text is in
         return embeddings
 
     def plan_subset(self, task_name: str, expected_texts: int | None) -> None:
@@ -255,6 +262,7 @@ class LayerDynamicsModel(AbsEncoder):
 
     def clear(self) -> None:
         """Forget the current task's vectors and calls (frees spilled files)."""
+        self.background.clear()
         self.store.clear()
         self.sample.clear()
         self.calls.clear()
