@@ -5,8 +5,9 @@ disk-backed file, memory-mapped for reading (one mapping of the whole file). Tha
 unlinked at creation) in the spill folder: it has no name, so nothing is left behind whatever
 happens to the process (exception, ``kill -9``), and its space is freed when the store is cleared or
 garbage-collected. Reads go one layer at a time and copy only the requested rows of that layer; the
-pages a read touched are dropped from the process's resident set afterwards (``MADV_DONTNEED``), so
-reading every layer of a spilled store does not grow the RSS.
+pages of each spilled chunk are dropped from the process's resident set as soon as it is read
+(``MADV_DONTNEED``), so a read holds at most one chunk's pages beside its output and reading every
+layer of a spilled store does not grow the RSS.
 """
 
 from __future__ import annotations
@@ -222,13 +223,22 @@ class VectorStore:
             if lo == hi:
                 continue
             chunk = self._chunks[index]
-            if not isinstance(chunk, np.ndarray):
-                offset, shape = chunk
-                chunk = np.frombuffer(self._mapping(), self.dtype, math.prod(shape), offset).reshape(shape)
-            out[order[lo:hi]] = chunk[layer, ordered[lo:hi] - self._starts[index]]
-            del chunk  # no view may outlive the read: the mapping is closed when the file grows
-        if self._map is not None and hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)  # the data stay in the file; the RSS drops
+            if isinstance(chunk, np.ndarray):
+                out[order[lo:hi]] = chunk[layer, ordered[lo:hi] - self._starts[index]]
+                continue
+            offset, shape = chunk
+            view = np.frombuffer(self._mapping(), self.dtype, math.prod(shape), offset).reshape(shape)
+            out[order[lo:hi]] = view[layer, ordered[lo:hi] - self._starts[index]]
+            del view  # no view may outlive the read: the mapping is closed when the file grows
+            self._drop_pages(offset, math.prod(shape) * self.dtype.itemsize)
+
+    def _drop_pages(self, offset: int, length: int) -> None:
+        """Drop one spilled chunk's pages from the resident set once read (the data stay in the
+        file), so a read holds at most one chunk's pages beside its output."""
+        if self._map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        start = offset - offset % mmap.PAGESIZE
+        self._map.madvise(mmap.MADV_DONTNEED, start, min(offset + length, len(self._map)) - start)
 
     def valid(self, keys: Sequence[TextKey]) -> np.ndarray:
         """Per key: whether its vector is finite and non-zero at every layer."""
