@@ -134,11 +134,12 @@ def test_wrapper_numbers_equal_keeping_every_state_of_every_text(tiny_st, monkey
     assert row["sample"]["background"] is not wrong  # measured while mteb scored, when all texts were in
 
 
-def test_retrieval_samples_the_corpus_documents(tiny_st):
+def test_retrieval_samples_the_distinct_corpus_documents(tiny_st):
     texts = _texts(40, seed=2)
+    texts[7], texts[30] = texts[3], texts[12]  # duplicate documents count once
     wrapped = with_layer_dynamics(tiny_st, per_layer=False, **CAPS)
     row = _dynamics_row(wrapped, retrieval_task(texts))
-    assert row["sample"] == {"expected_texts": 40, "n_reencoded": 0, "background": True}
+    assert row["sample"] == {"expected_texts": 38, "n_reencoded": 0, "background": True}
     caps = Caps(CAPS["frenet_cap"], CAPS["nrs_cap"], CAPS["gfmi_cap"])
     _assert_same(row["summary"], _reference(tiny_st, texts, caps))
 
@@ -279,3 +280,14 @@ def test_a_background_measurement_is_dropped_when_more_texts_arrive(tiny_st, mon
     assert reference["sample"]["background"] is False
     assert row["summary"] == reference["summary"] and row["n_texts"] == 48
     assert not wrapped.background.pending  # waited for and cleared with the subset
+
+
+def test_expected_documents_join_titles_as_mteb_does():
+    from datasets import Dataset
+
+    from mteb_lrd.integration.expected_texts import _distinct_documents
+
+    rows = [{"id": "a", "title": "Cats", "text": "sit"}, {"id": "b", "title": "", "text": "Cats sit"},
+            {"id": "c", "title": "Cats", "text": "run"}, {"id": "d", "title": "", "text": " Cats sit"}]  # fmt: skip
+    assert _distinct_documents(Dataset.from_list(rows)) == 3  # "Cats sit" twice; " Cats sit" unstripped
+    assert _distinct_documents(Dataset.from_list([{"id": "a", "text": "x"}, {"id": "b", "text": "x"}])) == 1

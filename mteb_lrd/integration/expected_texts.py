@@ -28,10 +28,22 @@ def _pair_columns(task: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _distinct_documents(corpus: Any) -> int:
+    """Distinct documents as mteb's dataloader writes them: ``title + " " + text`` stripped when
+    there is a title, else the text (``mteb._create_dataloaders._corpus_to_dict``)."""
+    texts = corpus["text"]
+    titles = corpus["title"] if "title" in getattr(corpus, "column_names", ()) else [None] * len(texts)
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("a corpus entry is not a text")
+    return len(
+        {(f"{title} {text}".strip() if title else text) for title, text in zip(titles, texts, strict=True)}
+    )
+
+
 def expected_texts(task: Any, data_split: Any, prompt_of: PromptOf) -> int | None:
     """The number of distinct ``(prompt, text)`` the layer dynamics of this subset will use.
 
-    Retrieval / reranking: the corpus size (documents are assumed distinct). STS / pair
+    Retrieval / reranking: the distinct documents of the corpus. STS / pair
     classification with text columns: the distinct texts of both columns under their prompts.
     ``None`` for other task types (classification and clustering may sub-sample while scoring)
     or data of an unexpected shape.
@@ -39,7 +51,7 @@ def expected_texts(task: Any, data_split: Any, prompt_of: PromptOf) -> int | Non
     task_type = str(task.metadata.type)
     try:
         if task_type in DOCUMENT_TYPES:
-            return len(data_split["corpus"])
+            return _distinct_documents(data_split["corpus"])
         columns = _pair_columns(task)
         if columns is None or not all(isinstance(column, str) for column in columns):
             return None
