@@ -56,10 +56,14 @@ def no_model_loading(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the checks")
 
+    import mteb_lrd.cli.profile as profile
     import mteb_lrd.cli.resolve as resolve
     import mteb_lrd.extraction.extractor as extractor
 
-    monkeypatch.setattr(resolve, "resolve_model_path", refuse)
+    # modules that bound the name at import are patched where they use it (imported first, so that
+    # no module is ever imported while the name is patched and keeps the refusal after the test)
+    for module in (resolve, profile):
+        monkeypatch.setattr(module, "resolve_model_path", refuse)
     monkeypatch.setattr(extractor, "load_model", refuse)
 
 
@@ -266,3 +270,47 @@ def test_torn_result_file_is_named_for_plain_models_too(tiny_st_dir, tmp_path):
 )  # fmt: skip
 def test_describe_is_one_line_naming_the_thing(err, expected):
     assert describe(err) == expected
+
+
+# -- the same models through the Python API ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["extract_layer_states", "with_layer_dynamics", "LayerExtractor"])
+def test_python_entry_points_name_a_model_that_is_not_there(entry, tmp_path, monkeypatch):
+    import mteb_lrd
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def load(model):
+        if entry == "extract_layer_states":
+            return mteb_lrd.extract_layer_states(model, ["a text"], show_progress_bar=False)
+        return getattr(mteb_lrd, entry)(model)
+
+    missing = tmp_path / "nope"
+    with pytest.raises(FileNotFoundError, match=f"model {missing}: no such folder"):
+        load(str(missing))
+    with pytest.raises(FileNotFoundError, match="model ./nope: no such folder"):
+        load("./nope")
+    weights = tmp_path / "model.bin"
+    weights.write_bytes(b"x")
+    with pytest.raises(NotADirectoryError, match="is a file; give the model's folder"):
+        load(weights)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(OSError, match="a folder without a loadable model") as folder_error:
+        load(str(empty))
+    with pytest.raises(
+        OSError, match="'someorg/some-model': no such folder, and not a model id that could be loaded"
+    ) as hub:
+        load("someorg/some-model")
+    for err in (folder_error.value, hub.value):
+        assert "Repo id" not in str(err) and "pass a model folder" in str(err)
+    assert "HF_HUB_OFFLINE is set" in str(hub.value)
+
+
+def test_a_tilde_model_path_is_expanded(tiny_st_dir, monkeypatch):
+    from mteb_lrd.extraction.loading import model_location
+
+    monkeypatch.setenv("HOME", str(tiny_st_dir.parent))
+    assert model_location(f"~/{tiny_st_dir.name}") == str(tiny_st_dir)
+    assert model_location("org/name") == "org/name"  # a Hub id is left to the loader

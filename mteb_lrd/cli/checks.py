@@ -14,6 +14,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from mteb_lrd.extraction.loading import model_location
+
 __all__ = ["HUB_HINT", "check_writable", "describe", "preflight"]
 
 # argparse destinations that are written to, by command (other commands: all of these)
@@ -80,19 +82,9 @@ def _values(value: object) -> Iterator[str]:
         yield from (part for part in str(value).split(",") if part.strip())
 
 
-def _looks_like_path(spec: str) -> bool:
-    return (
-        spec.startswith(("/", "./", "../", "~", ".\\")) or spec.endswith(("/", os.sep)) or spec.count("/") > 1
-    )
-
-
 def _check_models(args: argparse.Namespace) -> None:
     for spec in _values(getattr(args, "model", None)):
-        path = Path(spec).expanduser()
-        if path.exists() and not path.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, f"--model {spec} is a file; give the model's folder")
-        if not path.exists() and _looks_like_path(spec):
-            raise FileNotFoundError(errno.ENOENT, f"--model {spec}: no such folder")
+        model_location(spec, "--model")
 
 
 def _hub_cached(repo_id: str) -> bool:

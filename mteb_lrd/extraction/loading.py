@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass
@@ -127,6 +128,48 @@ class LoadedModel:
         return self.tokenizer is None
 
 
+def looks_like_path(spec: str) -> bool:
+    """Whether a model name is meant as a folder (``./m``, ``/m``, ``~/m``, ``a/b/c``), not a Hub id."""
+    return (
+        spec.startswith(("/", "./", "../", "~", ".\\")) or spec.endswith(("/", os.sep)) or spec.count("/") > 1
+    )
+
+
+def model_location(spec: str, what: str = "model") -> str:
+    """A model name as it will be loaded: an existing folder (``~`` expanded), or a Hub id.
+
+    Args:
+        spec: a folder or a Hub id. what: how messages name it (``"model"``, ``"--model"``).
+
+    Raises:
+        NotADirectoryError: for a file. FileNotFoundError: for a path that does not exist.
+    """
+    path = Path(spec).expanduser()
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{what} {spec} is a file; give the model's folder")
+    if not path.exists() and looks_like_path(spec):
+        raise FileNotFoundError(errno.ENOENT, f"{what} {spec}: no such folder")
+    return str(path) if path.exists() else spec
+
+
+def _from_pretrained(name: str, load: Any) -> Any:
+    """``load(name)``, with transformers' errors for a name it cannot find turned into one line."""
+    folder = Path(name).is_dir()
+    try:
+        return load(name)
+    except (OSError, ValueError) as err:
+        if isinstance(err, ValueError) and not folder:
+            raise
+        if folder:
+            reason = "a folder without a loadable model (config.json and weights, or modules.json)"
+        else:
+            offline = " (HF_HUB_OFFLINE is set: only models already in the Hugging Face cache load by id)"
+            reason = "no such folder, and not a model id that could be loaded from huggingface.co" + (
+                offline if os.environ.get("HF_HUB_OFFLINE") else ""
+            )
+        raise OSError(getattr(err, "errno", None), f"model {name!r}: {reason}; pass a model folder") from err
+
+
 def load_model(
     model: object,
     tokenizer: object = None,
@@ -143,9 +186,11 @@ def load_model(
     Raises:
         UnsupportedArchitectureError: when the blocks cannot be located.
         ValueError: when a plain transformers model comes without a tokenizer and none can be loaded.
+        FileNotFoundError / NotADirectoryError / OSError: for a name that is no model, in one line
+            naming it (no such folder, a file, a folder without a model, a Hub id that cannot load).
     """
     if isinstance(model, (str, os.PathLike)):
-        name = str(model)
+        name = model_location(os.fspath(model))
         if (Path(name) / "modules.json").is_file():
             from sentence_transformers import SentenceTransformer
 
@@ -155,8 +200,9 @@ def load_model(
         else:
             from transformers import AutoModel, AutoTokenizer
 
-            model = AutoModel.from_pretrained(name, dtype=dtype or "auto")
-            tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(name)
+            model = _from_pretrained(name, lambda n: AutoModel.from_pretrained(n, dtype=dtype or "auto"))
+            if tokenizer is None:
+                tokenizer = _from_pretrained(name, AutoTokenizer.from_pretrained)
     else:
         name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
     module: Any = model  # a SentenceTransformer or a transformers model (both torch modules)
