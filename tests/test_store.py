@@ -95,13 +95,19 @@ def test_float16_store_rounds_to_half_precision(tmp_path):
 
 
 def test_validity_flags_and_errors(tmp_path):
+    from mteb_lrd.extraction.extractor import KeptStates
+
     states = np.ones((3, 4, 2), dtype=np.float32)
     states[1, 1] = np.nan
     states[2, 2] = 0.0
     store = VectorStore(0, "float32", tmp_path)
     keys = [("", f"t{i}") for i in range(4)]
     store.add(keys, states)
-    assert store.valid(keys[::-1]).tolist() == [True, False, False, True]
+    # usability is judged where the wrapper keeps the vectors: every state of every text of a shard
+    kept = KeptStates((2,), np.zeros(4, dtype=bool)).reduce(
+        {"states": states, "embeddings": states[-1]}, np.arange(4)
+    )
+    assert kept["valid"][::-1].tolist() == [True, False, False, True]
     with pytest.raises(KeyError, match="never encoded"):
         store.layer(0, [("", "unseen")])
     with pytest.raises(IndexError, match="0..2"):

@@ -89,8 +89,8 @@ class KeptStates:
         return {
             "embeddings": shard["embeddings"],
             "valid": valid,
-            "layers": states[list(self.layers)].astype(self.dtype),
-            "full": states[:, full].astype(self.dtype),
+            "layers": states[list(self.layers)].astype(self.dtype, copy=False),  # indexing copied already
+            "full": states[:, full].astype(self.dtype, copy=False),
         }
 
 

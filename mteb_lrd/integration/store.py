@@ -85,7 +85,6 @@ class VectorStore:
         self._map: mmap.mmap | None = None
         self._starts: list[int] = []  # global row index of each chunk's first row
         self._rows = 0
-        self._valid: list[np.ndarray] = []  # per chunk: finite and non-zero at every layer
         self._where: dict[TextKey, int] = {}
         self._file: IO[bytes] | None = None
         self.bytes_in_memory = 0
@@ -147,8 +146,6 @@ class VectorStore:
         rows = np.fromiter(new.values(), dtype=np.int64, count=len(new))
         chunk = states if rows.size == len(keys) else states[:, rows]
         chunk = np.ascontiguousarray(chunk, dtype=self.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            valid = (np.isfinite(chunk).all(axis=2) & (np.abs(chunk).sum(axis=2) > 0)).all(axis=0)
         if not self.spilled and self.bytes_in_memory + chunk.nbytes <= self.memory_budget_mb * _MB:
             self.bytes_in_memory += chunk.nbytes
             self._chunks.append(chunk)
@@ -157,7 +154,6 @@ class VectorStore:
             self._chunks.append((self._spill(chunk), chunk.shape))
         if self._shape is None:
             self._shape = (int(states.shape[0]), 0, int(states.shape[2]))
-        self._valid.append(valid)
         self._starts.append(self._rows)
         self._where.update((key, self._rows + i) for i, key in enumerate(new))
         self._rows += rows.size
@@ -240,12 +236,6 @@ class VectorStore:
         start = offset - offset % mmap.PAGESIZE
         self._map.madvise(mmap.MADV_DONTNEED, start, min(offset + length, len(self._map)) - start)
 
-    def valid(self, keys: Sequence[TextKey]) -> np.ndarray:
-        """Per key: whether its vector is finite and non-zero at every layer."""
-        rows = self._locate(keys)
-        flags = np.concatenate(self._valid) if self._valid else np.zeros(0, dtype=bool)
-        return flags[rows]
-
     def layer(self, layer: int, keys: Sequence[TextKey]) -> np.ndarray:
         """``(len(keys), d)`` float32 vectors of hidden state ``layer`` for keys added before.
 
@@ -274,7 +264,6 @@ class VectorStore:
     def clear(self) -> None:
         """Forget every vector and free the temporary file."""
         self._chunks.clear()
-        self._valid.clear()
         self._starts.clear()
         self._where.clear()
         self._rows = 0
