@@ -30,9 +30,9 @@ from mteb_lrd.integration.layer_scoring import (
     texts_read_once,
 )
 from mteb_lrd.integration.options import (
-    DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,
     LayerDynamicsOptions,
+    is_lrd_call,
     texts_rule,
 )
 from mteb_lrd.integration.store import release_freed_memory
@@ -81,7 +81,9 @@ def layer_dynamics(
         encoded again, whether it was measured in the background).
     """
     background = early is not None and early[1] is not None
-    draw, result = early if early is not None and background else sample.measure(options.params, reencode)
+    draw, result = (
+        early if early is not None and early[1] is not None else sample.measure(options.params, reencode)
+    )
     n = len(draw.keys)
     record: dict[str, Any] = {**info, "n_texts": draw.n_texts, "n_dropped": int(draw.n_texts - n)}
     if result is None:
@@ -180,9 +182,7 @@ def per_layer_scores(
         "num_states": last + 1,
         "layers": list(layers),
         "relative_depth": [layer / last for layer in layers],
-        "scored_on": str(wrapper.score_device)
-        if task.metadata.type in DOCUMENT_TYPES and wrapper.score_device
-        else "cpu",
+        "scored_on": str(wrapper.search_device(str(task.metadata.type)) or "cpu"),
         "scores": [None if not np.isfinite(s) else s for s in scores],
         "vectors": "L2-normalised pooled hidden state of each layer (h_0 = embeddings)",
     }
@@ -191,10 +191,9 @@ def per_layer_scores(
     return record
 
 
-def _selected_keys(task_type: str, calls: list[tuple[Any, list[TextKey]]]) -> list[TextKey]:
-    if task_type in DOCUMENT_TYPES:  # retrieval / reranking: corpus documents only (the spec's rule)
-        calls = [(ptype, keys) for ptype, keys in calls if str(getattr(ptype, "value", ptype)) == "document"]
-    return list(dict.fromkeys(key for _, keys in calls for key in keys))
+def _first_selected_key(task_type: str, calls: list[tuple[Any, list[TextKey]]]) -> TextKey | None:
+    """The first text the layer dynamics use (the spec's texts rule: :func:`is_lrd_call`), if any."""
+    return next((keys[0] for ptype, keys in calls if keys and is_lrd_call(task_type, ptype)), None)
 
 
 def augment_scores(
@@ -218,14 +217,14 @@ def augment_scores(
         return
     hf_split, hf_subset = kwargs.get("hf_split"), kwargs.get("hf_subset")
     calls = wrapper.calls.get((meta.name, str(hf_split), str(hf_subset)), [])
-    keys = _selected_keys(meta.type, calls)
+    first = _first_selected_key(meta.type, calls)
     options = wrapper.options
     try:
-        if not keys:
+        if first is None:
             raise RuntimeError("the task encoded no texts through the wrapper")
         release_freed_memory()  # what the extraction freed, before the LRD and per-layer stages
         if options.layer_dynamics:
-            info = {"texts": texts_rule(meta.type), "prompt": keys[0][0], **wrapper.last_states_info}
+            info = {"texts": texts_rule(meta.type), "prompt": first[0], **wrapper.last_states_info}
             early = wrapper.background.result(len(wrapper.sample))
             scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode, early)
             release_freed_memory()

@@ -183,9 +183,7 @@ class LayerDynamicsModel(AbsEncoder):
         task_type = str(task_metadata.type)
         name = task_metadata.name
         if name != self._current_task:
-            self._warn_unaugmented()
-            self._current_task = name
-            self.clear()
+            self._enter_task(name)
         batch_size = int(kwargs.get("batch_size") or self.options.default_batch_size)
         self.extractor.batch_size = batch_size
         self.extractor.shard_size = self._shard_size(batch_size)
@@ -248,11 +246,20 @@ class LayerDynamicsModel(AbsEncoder):
     def plan_subset(self, task_name: str, expected_texts: int | None) -> None:
         """Before a subset of task ``task_name`` is encoded: the number of distinct texts its layer
         dynamics will see (``None``: unknown), so that only the rows their draw picks keep every state."""
+        self._enter_task(task_name)
+        self.sample.plan(expected_texts)
+
+    def _enter_task(self, task_name: str) -> None:
+        """Start on a subset of ``task_name`` with empty stores (warns about a task left unaugmented)."""
         if task_name != self._current_task:
             self._warn_unaugmented()
             self._current_task = task_name
         self.clear()
-        self.sample.plan(expected_texts)
+
+    def search_device(self, task_type: str) -> Any:
+        """Where a task's per-layer vectors are scored: :attr:`score_device` for retrieval and
+        reranking searches (torch tensors), ``None`` (numpy on the CPU) for every other task type."""
+        return self.score_device if task_type in DOCUMENT_TYPES else None
 
     @property
     def peak_spill_bytes(self) -> int:
@@ -360,10 +367,11 @@ class LayerView:
         prompt = parent.resolve_prompt(task_metadata, prompt_type) or ""
         stored = parent.layers.index(self.layer)
         vectors = parent.store.layer(stored, [(prompt, text) for text in self.texts(inputs)])
-        if parent.score_device is not None and str(task_metadata.type) in DOCUMENT_TYPES:
+        device = parent.search_device(str(task_metadata.type))
+        if device is not None:
             import torch  # mteb's searches score torch tensors where they are: on the model's GPU
 
-            return torch.from_numpy(vectors).to(parent.score_device)
+            return torch.from_numpy(vectors).to(device)
         return vectors
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Any:
