@@ -14,7 +14,7 @@ import numpy as np
 from mteb_lrd.metrics.knn import BACKENDS
 from mteb_lrd.metrics.states import subsample
 
-__all__ = ["DEFAULT_CAPS", "DEFAULT_PARAMS", "DEFAULT_SEED", "Caps", "MetricParams"]
+__all__ = ["DEFAULT_CAPS", "DEFAULT_PARAMS", "DEFAULT_SEED", "Caps", "MetricParams", "rows_union"]
 
 DEFAULT_SEED = 42
 
@@ -45,6 +45,12 @@ class Caps:
     def rows(self, n: int, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
         """Each family's sorted sub-sample of ``range(n)``."""
         return {name: subsample(n, cap, seed) for name, cap in asdict(self).items()}
+
+
+def rows_union(rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The sorted rows some family samples (the union of :meth:`Caps.rows`), the texts whose every
+    state the layer dynamics read."""
+    return np.unique(np.concatenate(list(rows.values())))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from mteb_lrd.metrics.gfmi import gfmi_by_layer
 from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
 from mteb_lrd.metrics.nrs import nrs_by_layer
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
-from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
+from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams, rows_union
 
 __all__ = [
     "SHARED_SEARCH_BYTES",
@@ -236,7 +236,7 @@ def profile_texts(
     if reproduce not in REPRODUCE_MODES:
         raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {reproduce!r}")
     rows = caps.rows(len(texts), seed)
-    union = np.unique(np.concatenate(list(rows.values())))
+    union = rows_union(rows)
     extracted = extractor.extract([texts[i] for i in union], prompt=prompt)
     positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
     result = _dynamics_on_rows(RowSource.of(extracted.states), positions, seed, params)

@@ -12,8 +12,8 @@ from mteb_lrd.integration import expected_texts as expected_module
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.store import VectorStore
-from mteb_lrd.parameters import Caps
-from mteb_lrd.pipeline import RowSource, layer_dynamics
+from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.pipeline import layer_dynamics
 from tests.mteb_helpers import retrieval_task, sts_task
 from tests.tiny_models import WORDS
 
@@ -43,16 +43,10 @@ def _feed(sample: LRDSample, keys, states, calls: int = 3) -> None:
         sample.record([keys[i] for i in order], usable, kept, states[:, rows])
 
 
-def _lrd_of(sample: LRDSample, caps: Caps):
-    draw = sample.draw()
-    store = sample.store
-    source = RowSource(
-        store.num_states,
-        len(draw.keys),
-        lambda rows: store.gather([draw.keys[i] for i in rows]),
-        lambda layer, rows: store.layer(layer, [draw.keys[i] for i in rows]),
-    )
-    return layer_dynamics(source, caps, 42, rows=draw.rows).summary()
+def _lrd_of(sample: LRDSample):
+    draw, result = sample.measure(MetricParams(), None)
+    assert not draw.missing and result is not None
+    return result.summary()
 
 
 def test_a_right_expectation_keeps_exactly_the_drawn_rows_and_gives_identical_numbers():
@@ -67,7 +61,7 @@ def test_a_right_expectation_keeps_exactly_the_drawn_rows_and_gives_identical_nu
     union = np.unique(np.concatenate(list(caps.rows(n, 42).values())))
     assert draw.missing == [] and draw.n_texts == n
     assert len(sample.store) == union.size < n  # every state of the drawn rows only
-    assert _lrd_of(sample, caps) == layer_dynamics(states[:, :n], caps, 42).summary()
+    assert _lrd_of(sample) == layer_dynamics(states[:, :n], caps, 42).summary()
 
 
 def test_unusable_rows_redraw_and_only_the_new_sampled_texts_are_missing():
@@ -83,7 +77,7 @@ def test_unusable_rows_redraw_and_only_the_new_sampled_texts_are_missing():
     assert draw.keys == [keys[i] for i in usable] and draw.n_texts == n
     assert draw.missing and all(key not in sample.store for key in draw.missing)
     sample.store.add(draw.missing, states[:, [int(k[1][1:]) for k in draw.missing]])
-    assert _lrd_of(sample, caps) == layer_dynamics(states[:, usable], caps, 42).summary()
+    assert _lrd_of(sample) == layer_dynamics(states[:, usable], caps, 42).summary()
 
 
 def test_without_an_expectation_the_first_texts_up_to_the_largest_cap_are_kept():

@@ -29,7 +29,7 @@ import numpy as np
 
 from mteb_lrd.integration.store import TextKey, VectorStore
 from mteb_lrd.metrics.lrd import LRDResult
-from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.parameters import Caps, MetricParams, rows_union
 from mteb_lrd.pipeline import RowSource, layer_dynamics
 
 __all__ = ["LRDSample", "SampleDraw"]
@@ -86,9 +86,8 @@ class LRDSample:
         if expected is None:
             self._planned = None
             return
-        rows = self.caps.rows(int(expected), self.seed)
         planned = np.zeros(int(expected), dtype=bool)
-        planned[np.concatenate(list(rows.values()))] = True
+        planned[rows_union(self.caps.rows(int(expected), self.seed))] = True
         self._planned = planned
 
     def _wanted(self, ordinals: np.ndarray) -> np.ndarray:
@@ -136,8 +135,7 @@ class LRDSample:
         keys = list(self._ordinal)
         usable = [keys[i] for i in np.flatnonzero(self._usable)]
         rows = self.caps.rows(len(usable), self.seed)
-        union = np.unique(np.concatenate(list(rows.values()))) if usable else np.zeros(0, dtype=np.int64)
-        missing = [usable[i] for i in union if usable[i] not in self.store]
+        missing = [usable[i] for i in rows_union(rows) if usable[i] not in self.store]
         return SampleDraw(usable, rows, missing, len(keys))
 
     def measure(

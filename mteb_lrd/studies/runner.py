@@ -23,7 +23,7 @@ from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import atomic_write_json, read_json
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
-from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
 from mteb_lrd.studies.panel import PANEL, prepare
 
@@ -412,7 +412,7 @@ def profile_cell(
         reproduce=reproduce,
     )
     rows = caps.rows(len(texts), seed)
-    union = np.unique(np.concatenate(list(rows.values())))
+    union = rows_union(rows)
     chosen = [texts[i] for i in union]
     positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
     return CellProfile(chosen, extracted.states, dynamics, positions)
