@@ -102,7 +102,7 @@ def lrd_options(args: argparse.Namespace) -> dict:
     return {
         **({"template": template} if template is not None else {}),
         **({"spill_dir": str(args.spill_dir)} if args.spill_dir is not None else {}),
-        **({"dtype": args.dtype} if getattr(args, "dtype", None) is not None else {}),
+        **({"dtype": args.dtype} if args.dtype is not None else {}),
         "per_layer": not args.no_per_layer,
         "per_layer_layers": args.per_layer_layers,
         "frenet_cap": args.frenet_cap,
