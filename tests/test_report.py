@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -78,8 +79,8 @@ def _write(folder: Path, meta: dict, task: str, rows: list[dict]) -> None:
 
 
 def _build(cache: Path) -> Path:
-    """org/a (4 blocks) + its variant without blocks 1 and 2, org/b (2 blocks); tasks A (one subset)
-    and B (two subsets); random scores."""
+    """org/a (4 blocks) + its variant without blocks 1 and 2, org/b (2 blocks), org/c (3 blocks);
+    tasks A (one subset) and B (two subsets); random scores."""
     rng = np.random.RandomState(7)
     root = cache / "results"
     a = root / "org__a" / "r1"
@@ -94,6 +95,10 @@ def _build(cache: Path) -> Path:
     meta_b = {"name": "org/b", "revision": "r2", "experiment_kwargs": None}
     _write(b, meta_b, "A", [_subset(rng, "default", 2)])
     _write(b, meta_b, "B", [_subset(rng, "x", 2), _subset(rng, "y", 2)])
+    c = root / "org__c" / "r3"
+    meta_c = {"name": "org/c", "revision": "r3", "experiment_kwargs": None}
+    _write(c, meta_c, "A", [_subset(rng, "default", 3)])
+    _write(c, meta_c, "B", [_subset(rng, "x", 3), _subset(rng, "y", 3)])
     return cache
 
 
@@ -146,14 +151,16 @@ def _base_layers(experiment, size):
 def test_leaderboard_values_equal_the_result_files(results):
     files = _files(results)
     board = leaderboard(load_variants(results))
-    assert board.columns[:6] == ["Model", "Variant", "Revision", "A", "B", "Mean"]
-    assert len(board.rows) == 3  # base, pruned variant, other model: the variant is its own row
+    assert board.columns[:7] == ["Model", "Variant", "Revision", "A", "B", "Tasks", "Mean"]
+    assert board.shared == ["A", "B"] and board.notes == []
+    assert len(board.rows) == 4  # base, pruned variant, two other models: the variant is its own row
     for row in board.rows:
         experiment = PRUNED if row[1].startswith("removed") else None
         tasks = files[(row[0], experiment)]
         assert row[3] == pytest.approx(_main(tasks["A"]) * 100, abs=1e-9)
         assert row[4] == pytest.approx(_main(tasks["B"]) * 100, abs=1e-9)
-        assert row[5] == pytest.approx((_main(tasks["A"]) + _main(tasks["B"])) * 50, abs=1e-9)
+        assert row[5] == 2
+        assert row[6] == pytest.approx((_main(tasks["A"]) + _main(tasks["B"])) * 50, abs=1e-9)
         d0l = np.mean([np.mean([r["layer_dynamics"]["summary"]["frenet_d0L"] for r in tasks[t]["scores"]["test"]])
                        for t in ("A", "B")])  # fmt: skip
         assert row[board.columns.index("d0L [rad]")] == pytest.approx(d0l, abs=1e-9)
@@ -256,7 +263,7 @@ def test_per_layer_overlay_draws_every_variant_on_relative_depth(results):
         assert sorted(labels) == sorted(point_label(v) for v in variants)
         for line, variant in zip(axis.lines, variants, strict=True):
             curve = _curve(files[(variant.model, variant.experiment)][task])
-            num_blocks = 4 if variant.model == "org/a" else 2
+            num_blocks = {"org/a": 4, "org/b": 2, "org/c": 3}[variant.model]
             expected = np.array(_base_layers(variant.experiment, curve.size)) / num_blocks
             assert line.get_xdata() == pytest.approx(expected)
             assert line.get_linestyle() == ("--" if variant.experiment else "-")
@@ -266,15 +273,26 @@ def test_d0l_scatter_points_are_labelled_with_model_names(results):
     variants = load_variants(results)
     figure = d0l_figure(variants, ["A", "B"])
     files = _files(results)
-    assert [a.get_title() for a in figure.axes] == ["A", "B", "mean over 2 tasks"]
+    titles = [a.get_title() for a in figure.axes]
+    assert [t.split("\n")[0] for t in titles] == ["A", "B", "mean over the 2 shared tasks"]
     axis = figure.axes[0]
     assert "[rad]" in axis.get_xlabel() and "× 100" in axis.get_ylabel()
     annotations = {t.get_text(): t.xy for t in axis.texts}
-    assert set(annotations) == {"a", f"a −{[1, 2]}", "b"}
+    assert set(annotations) == {"a", f"a −{[1, 2]}", "b", "c"}
+    points = []
     for variant in variants:
         data = files[(variant.model, variant.experiment)]["A"]
         d0l = np.mean([r["layer_dynamics"]["summary"]["frenet_d0L"] for r in data["scores"]["test"]])
         assert annotations[point_label(variant)] == pytest.approx((d0l, _main(data) * 100))
+        points.append((d0l, _main(data)))
+    ranks = [np.argsort(np.argsort(column)) for column in zip(*points, strict=True)]
+    rho = 1 - 6 * np.sum((ranks[0] - ranks[1]) ** 2) / (4 * (16 - 1))  # no ties: the textbook formula
+    assert titles[0].split("\n")[1] == f"Spearman ρ = {rho:+.2f}, n = 4"
+
+
+def test_d0l_scatter_needs_four_models(results):
+    shutil.rmtree(results / "results" / "org__c")
+    assert d0l_figure(load_variants(results), ["A", "B"]) is None  # 3 models / variants: no ρ drawn
 
 
 def test_rows_grouped_by_model_base_first_then_variants_by_score(tmp_path):
@@ -325,7 +343,7 @@ def test_exports_round_trip(report):
     frame = results_table(results)
     assert list(frame.columns) == task_table(variants).columns
     assert frame["main_score"].tolist() == [r["main_score"] for r in task_table(variants).records()]
-    assert frame.groupby("model").size().to_dict() == {"org/a": 4, "org/b": 2}  # variant rows kept apart
+    assert frame.groupby("model").size().to_dict() == {"org/a": 4, "org/b": 2, "org/c": 2}  # variants apart
 
 
 class _Page(HTMLParser):
@@ -350,7 +368,7 @@ def test_html_is_self_contained_and_shows_provenance(report):
     parser = _Page()
     parser.feed(page)
     assert parser.sources and all(src.startswith("data:image/png;base64,") for src in parser.sources)
-    assert len(parser.sources) == len(paths["figures"]) == 6  # overlay, pruning, d0L, 3 profiles
+    assert len(parser.sources) == len(paths["figures"]) == 7  # overlay, pruning, d0L, 4 profiles
     for name, href in parser.links.items():
         embedded = base64.b64decode(href.split(",", 1)[1]).decode()
         assert embedded == (paths["html"].parent / name).read_text()
@@ -363,7 +381,7 @@ def test_html_is_self_contained_and_shows_provenance(report):
         "to_dataframe",
     ):
         assert text in page
-    assert "6 read, 0 unreadable" in page
+    assert "8 read, 0 unreadable" in page
     for png in paths["figures"]:
         from PIL import Image
 
@@ -411,7 +429,7 @@ def test_corrupt_result_files_are_warned_named_and_counted(results, tmp_path, ca
     assert all(f"left out {p}" in err for p in broken) and "3 unreadable result file(s)" in err
     page = (tmp_path / "cli" / "report.html").read_text()
     assert "3 result file(s) could not be used" in page and all(str(p) in page for p in broken)
-    assert "6 read, 3 unreadable" in page
+    assert "8 read, 3 unreadable" in page
     assert all(str(p) in (tmp_path / "cli" / "leaderboard.md").read_text() for p in broken)
     with pytest.raises(ValueError, match="3 unreadable result file"):
         write_report(results, tmp_path / "strict-api", strict=True)
@@ -425,7 +443,7 @@ def test_a_torn_model_meta_is_named_and_the_folder_name_used(results):
     with pytest.warns(UserWarning, match="model_meta.json"):
         folder = read_results(results)
     assert [u.path for u in folder.unreadable] == [meta]
-    assert {v.model for v in folder.variants} == {"org/a", "org/b"}
+    assert {v.model for v in folder.variants} == {"org/a", "org/b", "org/c"}
 
 
 def test_duplicate_and_misplaced_result_files_are_named(results):
@@ -461,10 +479,10 @@ def test_cli_positional_results_and_out(results, tmp_path, monkeypatch, capsys):
 
 def test_task_columns_in_the_order_asked(results):
     board = leaderboard(load_variants(results), ["B", "A"])
-    assert board.columns[3:6] == ["B", "A", "Mean"] and board.tasks == ["B", "A"]
+    assert board.columns[3:7] == ["B", "A", "Tasks", "Mean"] and board.tasks == ["B", "A"]
     (results / "results" / "org__b" / "r2" / "B.json").unlink()
     only_b = leaderboard(load_variants(results), ["B"])
-    assert [row[0] for row in only_b.rows] == ["org/a", "org/a"]  # org/b has no B: no empty row
+    assert [row[0] for row in only_b.rows] == ["org/a", "org/a", "org/c"]  # org/b has no B: no empty row
     assert "A" not in only_b.columns and {
         r["task"] for r in task_table(load_variants(results), ["B"]).records()
     } == {"B"}
@@ -481,3 +499,69 @@ def test_bad_inputs_are_clear_errors(results, tmp_path):
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ValueError, match="cannot create the report folder"):
         write_report(results, tmp_path / "a-file")
+
+
+def _set_gfmi_texts(path: Path, count: int) -> None:
+    data = json.loads(path.read_text())
+    for row in data["scores"]["test"]:
+        row["layer_dynamics"]["n_used"]["gfmi"] = count
+    path.write_text(json.dumps(data))
+
+
+def test_model_level_columns_cover_only_the_shared_tasks(results, tmp_path):
+    (results / "results" / "org__b" / "r2" / "B.json").unlink()  # org/b has A only
+    files = _files(results)
+    board = leaderboard(load_variants(results))
+    assert board.shared == ["A"] and board.tasks == ["A", "B"]
+    assert board.notes and "1 of 2 tasks every row has (A)" in board.notes[0]
+    column = {name: i for i, name in enumerate(board.columns)}
+    for row in board.rows:
+        experiment = PRUNED if row[1].startswith("removed") else None
+        data = files[(row[0], experiment)]
+        assert row[column["Tasks"]] == len(data)
+        assert row[column["Mean"]] == pytest.approx(_main(data["A"]) * 100, abs=1e-9)  # not over B
+        curve = _curve(data["A"])
+        assert row[column["Best layer"]] == _base_layers(experiment, curve.size)[int(np.argmax(curve))]
+        summary = [r["layer_dynamics"]["summary"] for r in data["A"]["scores"]["test"]]
+        assert row[column["d0L [rad]"]] == pytest.approx(np.mean([s["frenet_d0L"] for s in summary]))
+        assert row[column["GFMI mean AUC"]] == pytest.approx(np.mean([s["gfmi_mean_auc"] for s in summary]))
+    shared = {(r["model"], r["task"]): r["shared_task"] for r in task_table(load_variants(results)).records()}
+    assert shared[("org/b", "A")] is True and shared[("org/a", "B")] is False
+    frame = results_table(results)
+    assert frame.loc[frame["task"] == "B", "shared_task"].tolist() == [False] * 3
+
+    paths = write_report(results, tmp_path / "report")
+    exported = json.loads(paths["json"].read_text())
+    assert [r["Mean"] for r in exported] == [row[column["Mean"]] for row in board.rows]
+    assert "1 of 2 tasks every row has" in paths["html"].read_text()
+    assert "1 of 2 tasks every row has" in paths["markdown"].read_text()
+
+
+def test_texts_count_dependent_scores_are_not_averaged_across_sizes(results):
+    for folder in ("org__a/r1", "org__a/r1/experiments/" + PRUNED, "org__b/r2", "org__c/r3"):
+        _set_gfmi_texts(results / "results" / folder / "B.json", 80)  # task B: 80 texts, task A: 40
+    board = leaderboard(load_variants(results))
+    gfmi, d0l, nrs = (board.columns.index(c) for c in ("GFMI mean AUC", "d0L [rad]", "NRS mean J"))
+    assert all(row[gfmi] is None for row in board.rows)
+    assert all(
+        row[d0l] is not None and row[nrs] is not None for row in board.rows
+    )  # d0L: angle; NRS: 30 each
+    assert board.notes == ["GFMI mean AUC: not shown, computed on different numbers of texts (40–80); "
+                           "compare it per task in tasks.csv."]  # fmt: skip
+    only_b = leaderboard(load_variants(results), ["B"])  # one task, one size: comparable again
+    assert all(row[only_b.columns.index("GFMI mean AUC")] is not None for row in only_b.rows)
+
+    _set_gfmi_texts(results / "results" / "org__c" / "r3" / "B.json", 60)  # same task, another size
+    mixed = leaderboard(load_variants(results), ["B"])
+    assert all(row[mixed.columns.index("GFMI mean AUC")] is None for row in mixed.rows)
+    assert "(60–80)" in mixed.notes[0]
+
+
+def test_no_shared_task_leaves_every_model_level_column_empty(results):
+    (results / "results" / "org__b" / "r2" / "B.json").unlink()
+    (results / "results" / "org__c" / "r3" / "A.json").unlink()
+    board = leaderboard(load_variants(results))
+    assert board.shared == [] and "No task is shared by every row" in board.notes[0]
+    first_model_level = board.columns.index("Mean")
+    assert all(cell is None for row in board.rows for cell in row[first_model_level:])
+    assert all(row[board.columns.index("Tasks")] >= 1 for row in board.rows)

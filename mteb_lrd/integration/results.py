@@ -158,14 +158,6 @@ class ModelVariant:
             return recorded
         return num_states - 1 + len(self.removed_blocks)
 
-    def lrd_summary(self) -> dict[str, float]:
-        """Model-level LRD scores averaged over tasks (each task weighs the same)."""
-        values: dict[str, list[float]] = {}
-        for record in self.tasks.values():
-            for key, value in record.lrd_summary().items():
-                values.setdefault(key, []).append(value)
-        return {key: float(np.mean(v)) for key, v in values.items()}
-
 
 @dataclass
 class ResultsFolder:

@@ -23,7 +23,10 @@ LEADERBOARD_NOTES = (
     "One row per model or pruned variant, grouped by model (the base model first). Task columns, Mean and "
     "Best-layer score: main score × 100. Best layer: the layer whose per-layer main score, averaged over "
     "the tasks, is highest, numbered as in the base model (0 = embeddings; pruned variants keep the base "
-    "numbering). d0L / NRS mean J / GFMI mean AUC: model-level LRD scores averaged over tasks.",
+    "numbering). Tasks: how many task columns the row has. Mean, Best layer and d0L / NRS mean J / GFMI mean "
+    "AUC (model-level LRD scores) are computed over the tasks every row has, so that every row is "
+    "measured on the same texts; NRS and GFMI are shown only when every row used the same number of "
+    "texts on those tasks (their scale depends on it).",
 )
 
 
@@ -202,7 +205,7 @@ def write_report(
             "tasks.csv": per_task.to_csv(),
             "tasks.json": per_task.to_json(),
         },
-        notes=LEADERBOARD_NOTES,
+        notes=(*LEADERBOARD_NOTES, *board.notes),
     )
     paths: dict[str, Any] = {}
     for key, name in (("csv", "leaderboard.csv"), ("json", "leaderboard.json"),

@@ -19,11 +19,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
+from scipy import stats
 
 from mteb_lrd.integration.results import ModelVariant
 from mteb_lrd.io import atomic_write_bytes
+from mteb_lrd.report.comparison import mean_over, shared_tasks
 
 __all__ = [
+    "MIN_SCATTER_POINTS",
     "PROFILE_PANELS",
     "d0l_figure",
     "label_points",
@@ -38,6 +41,8 @@ __all__ = [
 
 BASE_LAYER = r"layer $\ell$ of the base model (hidden state $h_\ell$; 0 = embeddings)"
 RELATIVE_DEPTH = r"relative depth $\ell / L$ in the base model (0 = embeddings, 1 = last layer)"
+# fewest models / variants for a d0L scatter panel with its rank correlation
+MIN_SCATTER_POINTS = 4
 D0L = r"$d_{0L}$: Grassmann distance between the $h_0$ and $h_L$ subspaces [rad]"
 
 # (title, y-axis label with unit) of the per-variant profile panels, in drawing order
@@ -260,9 +265,18 @@ def label_points(axis: Any, points: Sequence[tuple[str, float, float]]) -> None:
         )
 
 
+def _spearman_caption(points: Sequence[tuple[str, float, float]]) -> str:
+    xs, ys = [p[1] for p in points], [p[2] for p in points]
+    if len(set(xs)) < 2 or len(set(ys)) < 2:
+        return f"Spearman ρ undefined (constant), n = {len(points)}"
+    return f"Spearman ρ = {stats.spearmanr(xs, ys).statistic:+.2f}, n = {len(points)}"
+
+
 def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
-    """d0L against the main score, one labelled point per model / variant: one panel per task and,
-    with several tasks, one for the means over tasks (variants that have every task)."""
+    """d0L against the main score, one labelled point per model / variant, Spearman ρ and n in each
+    title: one panel per task and, with several shared tasks, one for the means over the tasks every
+    variant has. A panel needs :data:`MIN_SCATTER_POINTS` points (a rank correlation of fewer says
+    nothing); ``None`` when no panel has them."""
     panels: list[tuple[str, list[tuple[str, float, float]]]] = []
     for task in tasks:
         points = []
@@ -271,18 +285,18 @@ def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure
             d0l = record.lrd_summary().get("frenet_d0L") if record else None
             if record is not None and d0l is not None and np.isfinite(d0l):
                 points.append((point_label(variant), d0l, record.main_score * 100))
-        if points:
-            panels.append((task, points))
-    if len(tasks) > 1:
+        panels.append((task, points))
+    shared = shared_tasks(variants, tasks)
+    if len(shared) > 1:
         points = []
         for variant in variants:
-            if all(t in variant.tasks for t in tasks):
-                d0ls = [variant.tasks[t].lrd_summary().get("frenet_d0L") for t in tasks]
-                if all(d is not None and np.isfinite(d) for d in d0ls):
-                    score = float(np.mean([variant.tasks[t].main_score for t in tasks])) * 100
-                    points.append((point_label(variant), float(np.mean(d0ls)), score))  # type: ignore[arg-type]
-        if points:
-            panels.append((f"mean over {len(tasks)} tasks", points))
+            d0l = mean_over([variant.tasks[t].lrd_summary().get("frenet_d0L") for t in shared])
+            if d0l is not None:
+                score = float(np.mean([variant.tasks[t].main_score for t in shared])) * 100
+                points.append((point_label(variant), d0l, score))
+        panels.append((f"mean over the {len(shared)} shared tasks", points))
+    panels = [(f"{title}\n{_spearman_caption(points)}", points) for title, points in panels
+              if len(points) >= MIN_SCATTER_POINTS]  # fmt: skip
     if not panels:
         return None
     figure, axes = panel_grid(len(panels), 5.2, 4.0)

@@ -12,7 +12,7 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ import numpy as np
 
 from mteb_lrd.integration.results import ModelVariant, TaskRecord, read_results
 from mteb_lrd.io import to_jsonable
+from mteb_lrd.report.comparison import comparable_lrd, mean_over, shared_tasks
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -56,12 +57,16 @@ class Table:
         rows: one list of cells per row, in display order.
         tasks: the task columns of a leaderboard, in order (``[]`` for other tables).
         groups: the model each row belongs to (rows of a group are adjacent).
+        shared: the tasks every row has, over which model-level columns are computed.
+        notes: what a reader must know to compare the rows (left-out columns, partial coverage).
     """
 
     columns: list[str]
     rows: list[list[Any]]
     tasks: list[str]
     groups: list[str]
+    shared: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as ``{column: value}`` dicts."""
@@ -112,29 +117,27 @@ def best_layer(variant: ModelVariant, records: Sequence[TaskRecord]) -> tuple[in
     return int(variant.original_layers(mean.size)[index]), float(mean[index])
 
 
-def _mean_score(variant: ModelVariant, tasks: Sequence[str]) -> float | None:
-    if not tasks or any(t not in variant.tasks for t in tasks):
-        return None
-    return float(np.mean([variant.tasks[t].main_score for t in tasks]))
-
-
 def order_variants(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> list[ModelVariant]:
-    """Group by model (groups by the base's mean score over ``tasks``, best first; a group without
-    a base by its best variant), base first inside a group, then variants by mean, best first.
-    Missing means sort last; names break ties; variants with none of ``tasks`` are left out."""
+    """Group by model (groups by the base's mean score over the tasks of ``tasks`` that every listed
+    variant has, best first; a group without a base by its best variant), base first inside a
+    group, then variants by that mean, best first. Missing means sort last; names break ties;
+    variants with none of ``tasks`` are left out."""
     groups: dict[str, list[ModelVariant]] = {}
     for variant in variants:
         if any(t in variant.tasks for t in tasks):  # a variant with none of the tasks has no row
             groups.setdefault(variant.model, []).append(variant)
+    shared = shared_tasks([v for group in groups.values() for v in group], tasks)
+
+    def mean(v: ModelVariant) -> float | None:
+        return mean_over([v.tasks[t].main_score for t in shared])
 
     def within(v: ModelVariant) -> tuple[bool, bool, float, str, str]:
-        mean = _mean_score(v, tasks)
-        return (v.experiment is not None, mean is None, -(mean or 0.0), v.revision, v.experiment or "")
+        score = mean(v)
+        return (v.experiment is not None, score is None, -(score or 0.0), v.revision, v.experiment or "")
 
     def group_key(model: str) -> tuple[bool, float, str]:
-        members = sorted(groups[model], key=within)
-        mean = _mean_score(members[0], tasks)
-        return (mean is None, -(mean or 0.0), model)
+        score = mean(min(groups[model], key=within))
+        return (score is None, -(score or 0.0), model)
 
     return [v for model in sorted(groups, key=group_key) for v in sorted(groups[model], key=within)]
 
@@ -154,7 +157,7 @@ def leaderboard(
     tasks: Sequence[str] | None = None,
     lrd_columns: dict[str, str] | None = None,
 ) -> Table:
-    """The leaderboard: one row per model or variant.
+    """The leaderboard: one row per model or variant, model-level columns over the shared tasks.
 
     Args:
         variants: from :func:`mteb_lrd.integration.results.read_results`.
@@ -162,37 +165,71 @@ def leaderboard(
         lrd_columns: ``{summary key: column title}``; default :data:`LRD_COLUMNS`.
 
     Returns:
-        Columns ``Model``, ``Variant``, ``Revision``, one per task (main score × 100), ``Mean`` (over
-        the tasks; ``None`` when one is missing), ``Best layer`` / ``Best-layer score`` (the layer
-        whose per-layer main score averaged over the tasks is highest, in base-model numbering, and
-        that score × 100), then the LRD model-level scores averaged over tasks.
+        Columns ``Model``, ``Variant``, ``Revision``, one per task (main score × 100; ``None`` where
+        the row lacks the task), ``Tasks`` (how many of the task columns the row has), then the
+        model-level columns, all computed over the tasks every row has (``Table.shared``): ``Mean``,
+        ``Best layer`` / ``Best-layer score`` (the layer whose per-layer main score averaged over
+        those tasks is highest, in base-model numbering, and that score × 100) and the LRD scores
+        averaged over them. An LRD column that is not comparable across the rows
+        (:func:`~mteb_lrd.report.comparison.comparable_lrd`) is ``None`` everywhere; ``Table.notes``
+        says why.
 
     Raises:
         ValueError: when a requested task has no results.
     """
     lrd_columns = LRD_COLUMNS if lrd_columns is None else lrd_columns
     task_names = _task_names(variants, tasks)
+    ordered = order_variants(variants, task_names)
+    shared = shared_tasks(ordered, task_names)
+    usable = {key: comparable_lrd(ordered, key, shared) for key in lrd_columns}
     rows: list[list[Any]] = []
-    for variant in order_variants(variants, task_names):
+    for variant in ordered:
         scores = [variant.tasks[t].main_score * 100 if t in variant.tasks else None for t in task_names]
-        mean = _mean_score(variant, task_names)
-        records = [variant.tasks[t] for t in task_names if t in variant.tasks]
-        layer, layer_score = best_layer(variant, records) if len(records) == len(task_names) else (None, None)
-        summary = variant.lrd_summary()
+        records = [variant.tasks[t] for t in shared]
+        mean = mean_over([record.main_score * 100 for record in records])
+        layer, layer_score = best_layer(variant, records) if records else (None, None)
+        lrd = [
+            mean_over([record.lrd_summary().get(key) for record in records])
+            if usable[key].comparable
+            else None
+            for key in lrd_columns
+        ]
         rows.append(
             [
                 variant.model,
                 variant_description(variant),
                 variant.revision,
                 *scores,
-                None if mean is None else mean * 100,
+                sum(t in variant.tasks for t in task_names),
+                mean,
                 layer,
                 None if layer_score is None else layer_score * 100,
-                *(summary.get(k) for k in lrd_columns),
+                *lrd,
             ]
         )
-    columns = ["Model", "Variant", "Revision", *task_names, "Mean", "Best layer", "Best-layer score"]
-    return Table([*columns, *lrd_columns.values()], rows, task_names, [str(row[0]) for row in rows])
+    columns = ["Model", "Variant", "Revision", *task_names, "Tasks", "Mean", "Best layer", "Best-layer score"]
+    notes = _shared_notes(task_names, shared) + [
+        f"{lrd_columns[key]}: not shown, {usable[key].reason}; compare it per task in tasks.csv."
+        for key in lrd_columns
+        if shared and not usable[key].comparable
+    ]
+    return Table(
+        [*columns, *lrd_columns.values()], rows, task_names, [str(row[0]) for row in rows], shared, notes
+    )
+
+
+def _shared_notes(tasks: Sequence[str], shared: Sequence[str]) -> list[str]:
+    if not shared:
+        return [
+            "No task is shared by every row: Mean, Best layer and the LRD columns are left empty. "
+            "Compare the task columns, or choose tasks every row has."
+        ]
+    if len(shared) == len(tasks):
+        return []
+    return [
+        f"Mean, Best layer and the LRD columns are over the {len(shared)} of {len(tasks)} tasks every row "
+        f"has ({', '.join(shared)}); the other task columns are shown but averaged nowhere."
+    ]
 
 
 TASK_COLUMNS = [
@@ -201,6 +238,7 @@ TASK_COLUMNS = [
     "revision",
     "experiment",
     "task",
+    "shared_task",
     "split",
     "subsets",
     "main_score",
@@ -228,13 +266,17 @@ def _iso(timestamp: float | None) -> str | None:
 def task_table(variants: Sequence[ModelVariant], tasks: Sequence[str] | None = None) -> Table:
     """One row per (variant, task), scores as in the result files (0–1), with provenance.
 
-    Columns: :data:`TASK_COLUMNS` — ``best_layer`` in base-model numbering, ``num_layers`` the
-    variant's own transformer blocks, ``n_used_*`` the texts each LRD metric used (smallest over
-    subsets), ``mteb_version`` / ``date`` / ``dataset_revision`` as recorded in the file.
+    Columns: :data:`TASK_COLUMNS` — ``shared_task`` whether every variant of the table has the
+    task (only those enter a model-level comparison), ``best_layer`` in base-model numbering,
+    ``num_layers`` the variant's own transformer blocks, ``n_used_*`` the texts each LRD metric used
+    (smallest over subsets; NRS and GFMI values compare only at equal counts), ``mteb_version`` /
+    ``date`` / ``dataset_revision`` as recorded in the file.
     """
     task_names = _task_names(variants, tasks)
+    ordered = order_variants(variants, task_names)
+    shared = set(shared_tasks(ordered, task_names))
     rows: list[list[Any]] = []
-    for variant in order_variants(variants, task_names):
+    for variant in ordered:
         for task in task_names:
             record = variant.tasks.get(task)
             if record is None:
@@ -251,6 +293,7 @@ def task_table(variants: Sequence[ModelVariant], tasks: Sequence[str] | None = N
                     variant.revision,
                     variant.experiment,
                     task,
+                    task in shared,
                     record.split,
                     len(record.subsets),
                     record.main_score,
