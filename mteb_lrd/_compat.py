@@ -27,6 +27,9 @@ create_dataloader``                    at its use sites while the layers of one 
 ``mteb._evaluators.retrieval_metrics.  the abstention (nAUC) metrics of a retrieval subset:
 evaluate_abstention``                  skipped while the layers are scored unless the main score
                                        is one of them. Missing: the speed-up is off, nothing breaks.
+``AbsTaskSTS._calculate_scores``       sees the similarity series and gold scores of an STS subset:
+                                       recorded while the layers are scored, for the per-layer
+                                       bootstrap interval. Missing: no interval, nothing breaks.
 ``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
                                        embeddings — are ``encode``'s to the bit.
 ``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
@@ -48,6 +51,7 @@ __all__ = [
     "MAIN_SCORE_METHOD",
     "ABSTENTION",
     "RETRIEVAL_TOP_K",
+    "STS_SCORES",
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
@@ -82,6 +86,9 @@ ABSTENTION = "evaluate_abstention"
 """Function of :data:`_RETRIEVAL_METRICS` that mteb's retrieval scoring calls by name for the nAUCs."""
 
 _RETRIEVAL_METRICS = "mteb._evaluators.retrieval_metrics"
+
+STS_SCORES = "_calculate_scores"
+"""Method of mteb's STS tasks: ``(self, scores, normalized_scores) -> metrics`` (series and gold)."""
 
 
 class SeamError(RuntimeError):

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import mteb
+import numpy as np
 import pytest
 from mteb.abstasks.abstask import AbsTask
 from mteb.abstasks.task_metadata import TaskMetadata
@@ -233,3 +234,31 @@ def test_plugin_warns_and_stays_off_when_a_seam_is_missing(tmp_path):
     registered, messages = out.stdout.strip().splitlines()[-2:]
     assert registered == "[]"
     assert "_TASKS_REGISTRY" in messages and "plugin is off" in messages
+
+
+def test_sts_per_layer_scores_carry_a_bootstrap_interval_over_pairs(tiny_st):
+    """The interval is the percentile bootstrap of Spearman(cosine of layer l, gold) over the pairs,
+    computed here from an independent extraction of every layer; other task types carry none."""
+    from scipy import stats
+
+    from mteb_lrd import extract_layer_states
+
+    result = mteb.evaluate(with_layer_dynamics(tiny_st), [sts_task()], cache=None, **RUN)
+    interval = result.task_results[0].scores["test"][0]["per_layer"]["interval"]
+    assert (interval["over"], interval["seed"], interval["resamples"]) == ("pairs", 0, 1000)
+    task = sts_task()
+    task.load_data()
+    rows = task.dataset["default"]["test"]
+    gold = np.asarray(rows["score"], dtype=float)
+    first = extract_layer_states(tiny_st, list(rows["sentence1"]), show_progress_bar=False).states
+    second = extract_layer_states(tiny_st, list(rows["sentence2"]), show_progress_bar=False).states
+    idx = np.random.default_rng(0).integers(0, gold.size, size=(1000, gold.size))
+    for layer in range(5):
+        a, b = np.asarray(first[layer], dtype=float), np.asarray(second[layer], dtype=float)
+        cosine = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+        rho = np.array([stats.spearmanr(cosine[i], gold[i]).statistic for i in idx])
+        low, high = np.nanquantile(rho, [0.025, 0.975])
+        assert interval["low"][layer] == pytest.approx(low, abs=1e-6), layer
+        assert interval["high"][layer] == pytest.approx(high, abs=1e-6), layer
+    retrieval = mteb.evaluate(with_layer_dynamics(tiny_st), [_mock("MockRetrievalTask")], cache=None, **RUN)
+    assert "interval" not in retrieval.task_results[0].scores["test"][0]["per_layer"]

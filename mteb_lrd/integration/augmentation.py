@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.integration.layer_choice import choice_label
+from mteb_lrd.integration.layer_intervals import captured_pair_scores, pair_interval
 from mteb_lrd.integration.layer_scoring import (
     corpus_chunks,
     main_score_only,
@@ -146,7 +147,9 @@ def per_layer_scores(
 
     Returns:
         ``{"main_score": name, "layer_choice": ..., "num_states": L + 1, "layers": [chosen states],
-        "relative_depth": [l / L], "scores": [...]}``, plus ``search_depth`` when a retrieval search was cut to the main score's cutoff.
+        "relative_depth": [l / L], "scores": [...]}``, plus ``interval`` (a bootstrap interval over
+        pairs of each layer's score, for STS tasks) and ``search_depth`` when a retrieval search was
+        cut to the main score's cutoff.
     """
     from mteb.timing import TimingStack
 
@@ -163,7 +166,13 @@ def per_layer_scores(
     rng_after = random_states(task) if rng_before is not None else {}
     texts = texts_read_once()
     read_rows = wrapper.memory.read_rows
-    with reused_dataloaders(), search_depth(task) as depth, main_score_only(task), corpus_chunks(read_rows):
+    with (
+        reused_dataloaders(),
+        search_depth(task) as depth,
+        main_score_only(task),
+        corpus_chunks(read_rows),
+        captured_pair_scores(task) as pairs,
+    ):
         for layer in bar:
             if rng_before is not None:
                 _set_random_states(task, rng_before)
@@ -186,6 +195,9 @@ def per_layer_scores(
         "scores": [None if not np.isfinite(s) else s for s in scores],
         "vectors": "L2-normalised pooled hidden state of each layer (h_0 = embeddings)",
     }
+    interval = pair_interval(pairs, len(layers))
+    if interval is not None:
+        record["interval"] = interval
     if depth is not None:
         record["search_depth"] = depth
     return record

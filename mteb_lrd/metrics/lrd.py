@@ -67,6 +67,7 @@ class LRDResult:
                     "first_last": n.first_last,
                     "k": n.k,
                     "n_anchors": n.n_anchors,
+                    "jaccard_ci": None if n.jaccard_ci is None else n.jaccard_ci.to_dict(),
                     "summary": n.summary(),
                 },
                 "gfmi": {
@@ -120,8 +121,8 @@ def lrd(
         components.append(
             filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
         )
-    jaccard, first_last = nrs_from_neighbours(np.stack(anchor_neighbours))
-    nrs_result = NRSResult(jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped)
+    jaccard, first_last, interval = nrs_from_neighbours(np.stack(anchor_neighbours))
+    nrs_result = NRSResult(jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped, interval)
     gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
     params = {
         "rank": rank,

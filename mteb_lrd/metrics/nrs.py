@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mteb_lrd.metrics.bootstrap import Interval, bootstrap_mean
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import safe_mean, third
@@ -45,6 +46,8 @@ class NRSResult:
         jaccard: ``(L,)`` mean Jaccard retention between layers ``l`` and ``l+1``.
         first_last: mean Jaccard retention between layer 0 and layer L.
         k: neighbours per anchor; ``n_anchors``: anchors used; ``n_used`` / ``n_dropped``: rows.
+        jaccard_ci: percentile bootstrap interval of ``jaccard`` over the anchors (the kNN graph of
+            every layer held fixed); ``None`` with fewer than 2 anchors.
     """
 
     jaccard: np.ndarray
@@ -53,6 +56,7 @@ class NRSResult:
     n_anchors: int
     n_used: int
     n_dropped: int
+    jaccard_ci: Interval | None = None
 
     def summary(self) -> dict[str, float]:
         """The spec's summaries (lrd.md §3); NaN where a third is empty."""
@@ -75,13 +79,13 @@ class NRSResult:
         }
 
 
-def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float]:
-    """Adjacent-layer and first-last retention from ``(L+1, n_anchors, k)`` neighbour ids."""
-    jaccard = np.array(
-        [jaccard_retention(neighbours[i], neighbours[i + 1]).mean() for i in range(len(neighbours) - 1)]
-    )
+def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Interval | None]:
+    """Adjacent-layer retention, first-last retention and the adjacent-layer retention's bootstrap
+    interval over anchors (``None`` with fewer than 2 anchors), from ``(L+1, n_anchors, k)`` ids."""
+    per_anchor = np.stack([jaccard_retention(neighbours[i], neighbours[i + 1]) for i in range(len(neighbours) - 1)])
     first_last = float(jaccard_retention(neighbours[0], neighbours[-1]).mean())
-    return jaccard, first_last
+    interval = bootstrap_mean(per_anchor, over="anchors") if per_anchor.shape[1] >= 2 else None
+    return per_anchor.mean(axis=1), first_last, interval
 
 
 def nrs(
@@ -106,7 +110,7 @@ def nrs(
     x = prepared.x
     anchors = anchor_ids(x.shape[1], n_anchors, seed)
     neighbours = np.stack([knn(layer, k, anchors, backend)[1] for layer in x])
-    jaccard, first_last = nrs_from_neighbours(neighbours)
+    jaccard, first_last, interval = nrs_from_neighbours(neighbours)
     return NRSResult(
         jaccard=jaccard,
         first_last=first_last,
@@ -114,6 +118,7 @@ def nrs(
         n_anchors=int(anchors.size),
         n_used=x.shape[1],
         n_dropped=prepared.n_dropped,
+        jaccard_ci=interval,
     )
 
 
@@ -139,5 +144,7 @@ def nrs_by_layer(
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"nrs with k={k}")
     anchors = anchor_ids(reader.kept.size, n_anchors, seed)
     neighbours = np.stack([knn(reader.unit(layer), k, anchors, backend)[1] for layer in range(num_states)])
-    jaccard, first_last = nrs_from_neighbours(neighbours)
-    return NRSResult(jaccard, first_last, int(k), int(anchors.size), int(reader.kept.size), reader.n_dropped)
+    jaccard, first_last, interval = nrs_from_neighbours(neighbours)
+    return NRSResult(
+        jaccard, first_last, int(k), int(anchors.size), int(reader.kept.size), reader.n_dropped, interval
+    )
