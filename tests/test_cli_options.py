@@ -120,3 +120,19 @@ def test_ray_units_get_the_cache_choice(tmp_path):
         finally:
             distributed.run_units = original
         assert seen["config"].cache is cache and seen["config"].options.get("cache_dir") == cache_dir
+
+
+def test_progress_bars_follow_the_terminal_and_quiet(monkeypatch):
+    import sys
+
+    from mteb_lrd.cli.options import show_progress
+
+    parser = build_parser()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert show_progress(parser.parse_args(["run", "--task", "demo"])) is True
+    assert show_progress(parser.parse_args(["-q", "run", "--task", "demo"])) is False
+    assert show_progress(parser.parse_args(["profile", "--texts", "t.jsonl", "--no-progress"])) is False
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert show_progress(parser.parse_args(["dysem", "--model", "m"])) is False  # a log file: no bars
+    assert show_progress(parser.parse_args(["dysem", "--model", "m", "--progress"])) is True
+    assert show_progress(parser.parse_args(["-q", "dysem", "--model", "m", "--progress"])) is False

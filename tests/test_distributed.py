@@ -339,3 +339,40 @@ def test_a_retried_unit_resumes_from_its_saved_shards(models, task_specs, tmp_pa
     assert resumed.status == "done" and passes["n"] == uninterrupted - 2
     assert not unit_cache_dir(unit, config).exists()
     _assert_same(_task_files(tmp_path / "results"), _task_files(tmp_path / "fresh"))
+
+
+def test_the_revision_folder_lock_excludes_and_leaves_no_file(two_task_results, tmp_path, monkeypatch):
+    import fcntl
+    import os
+    import threading
+
+    from mteb_lrd.integration import atomic_cache
+
+    AtomicResultCache = atomic_cache.AtomicResultCache
+    AtomicResultCache(tmp_path).save_to_cache(two_task_results[0], "org/model", "rev1", encode_kwargs={})
+    folder = tmp_path / "results" / "org__model" / "rev1"
+    assert not (folder / atomic_cache.LOCK_NAME).exists()  # the folder itself was locked
+
+    entered = threading.Event()
+
+    def second_writer() -> None:
+        with atomic_cache._locked(folder):
+            entered.set()
+
+    with atomic_cache._locked(folder):
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        assert not entered.wait(0.3)  # held out while the first holds the lock
+    assert entered.wait(5)
+    thread.join()
+
+    real_flock = fcntl.flock
+
+    def no_folder_locks(fd, operation):  # NFS: a folder cannot be locked for writing
+        if os.path.isdir(f"/proc/self/fd/{fd}") and operation == fcntl.LOCK_EX:
+            raise OSError("Bad file descriptor")
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(atomic_cache.fcntl, "flock", no_folder_locks)
+    with atomic_cache._locked(folder):
+        assert (folder / atomic_cache.LOCK_NAME).is_file()  # the fallback: a lock file, kept

@@ -24,10 +24,12 @@ from mteb_lrd.cli import main as cli
 from mteb_lrd.integration.results import ModelVariant, load_variants, read_results
 from mteb_lrd.report import leaderboard, results_table, task_table, to_markdown, write_report
 from mteb_lrd.report.plots import (
+    PROFILE_PANELS,
     d0l_figure,
     per_layer_figure,
     point_label,
     profile_figure,
+    profiles_overlay_figure,
     pruning_figure,
 )
 
@@ -35,14 +37,25 @@ PRUNED = "num_blocks_4__removed_blocks_[1,2]"
 PRUNED_LAYERS = [0, 1, 4]  # h'_0 = h_0, h'_1 = out of block 0 = h_1, h'_2 = out of block 3 = h_4
 
 
+def _interval(values, width):
+    return {"low": [v - width for v in values], "high": [v + width for v in values], "resamples": 1000,
+            "seed": 0, "confidence": 0.95, "over": "pairs"}  # fmt: skip
+
+
 def _dynamics(rng, num_blocks):
+    jaccard = rng.uniform(0, 1, num_blocks).tolist()
     return {
+        "pooling": "mean",
+        "final_norm": "as_is",
+        "run": {"command": "mteb-lrd run --task A", "versions": {"torch": "2.13.0", "mteb": "2.26.24"}},
+        "caps": {"frenet": 1000, "nrs": 1000, "gfmi": 5000},
+        "params": {"seed": 42, "nrs_k": 20, "gfmi_k": 30},
         "num_layers": num_blocks,
         "frenet": {
             "speed": rng.uniform(1, 3, num_blocks).tolist(),
             "curvature": rng.uniform(0, 1, num_blocks - 1).tolist(),
         },
-        "nrs": {"jaccard": rng.uniform(0, 1, num_blocks).tolist()},
+        "nrs": {"jaccard": jaccard, "jaccard_ci": {**_interval(jaccard, 0.05), "over": "anchors"}},
         "gfmi": {"auc": rng.uniform(10, 90, num_blocks + 1).tolist()},
         "summary": {
             "frenet_d0L": float(rng.uniform(2, 12)),
@@ -61,7 +74,11 @@ def _subset(rng, name, num_blocks, main=None):
         "hf_subset": name,
         "languages": ["eng-Latn"],
         "layer_dynamics": _dynamics(rng, num_blocks),
-        "per_layer": {"main_score": "cosine_spearman", "scores": per_layer.tolist()},
+        "per_layer": {
+            "main_score": "cosine_spearman",
+            "scores": per_layer.tolist(),
+            "interval": _interval(per_layer.tolist(), 0.02),
+        },  # fmt: skip
     }
 
 
@@ -368,7 +385,9 @@ def test_html_is_self_contained_and_shows_provenance(report):
     parser = _Page()
     parser.feed(page)
     assert parser.sources and all(src.startswith("data:image/png;base64,") for src in parser.sources)
-    assert len(parser.sources) == len(paths["figures"]) == 7  # overlay, pruning, d0L, 4 profiles
+    assert (
+        len(parser.sources) == len(paths["figures"]) == 11
+    )  # overlay, 2 overlaid profiles, pruning + 2 profiles, d0L, 4 profiles
     for name, href in parser.links.items():
         embedded = base64.b64decode(href.split(",", 1)[1]).decode()
         assert embedded == (paths["html"].parent / name).read_text()
@@ -565,3 +584,45 @@ def test_no_shared_task_leaves_every_model_level_column_empty(results):
     first_model_level = board.columns.index("Mean")
     assert all(cell is None for row in board.rows for cell in row[first_model_level:])
     assert all(row[board.columns.index("Tasks")] >= 1 for row in board.rows)
+
+
+def test_overlaid_profiles_share_axes_and_draw_the_recorded_intervals(results):
+    variants = load_variants(results)
+    files = _files(results)
+    figure = profiles_overlay_figure(variants, "A", relative=True)
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles == [title for title, _ in PROFILE_PANELS]
+    nrs_axis, score_axis = figure.axes[2], figure.axes[4]
+    blocks = {"org/a": 4, "org/b": 2, "org/c": 3}
+    for line, variant in zip(nrs_axis.lines, variants, strict=True):
+        row = files[(variant.model, variant.experiment)]["A"]["scores"]["test"][0]
+        layers = np.array(_base_layers(variant.experiment, len(row["per_layer"]["scores"])), dtype=float)
+        assert line.get_xdata() == pytest.approx((layers[:-1] + layers[1:]) / 2 / blocks[variant.model])
+        assert line.get_ydata() == pytest.approx(row["layer_dynamics"]["nrs"]["jaccard"])
+        assert line.get_linestyle() == ("--" if variant.experiment else "-")
+    bands = {c.get_gid(): c for c in score_axis.collections}
+    assert set(bands) == {f"interval:{v.label}" for v in variants}
+    row = files[("org/b", None)]["A"]["scores"]["test"][0]
+    (path,) = bands["interval:org/b"].get_paths()
+    ys = path.vertices[:, 1]
+    expected = np.array(row["per_layer"]["scores"]) * 100
+    assert ys.min() == pytest.approx((expected - 2).min()) and ys.max() == pytest.approx((expected + 2).max())
+
+    group = [v for v in variants if v.model == "org/a"]
+    by_index = profiles_overlay_figure(group, "B", relative=False)  # two subsets: averaged, no band
+    gids = {p.get_gid() for p in by_index.axes[0].patches}
+    assert {f"removed:{group[1].label}:1", f"removed:{group[1].label}:2"} <= gids
+    assert not [c for c in by_index.axes[4].collections if (c.get_gid() or "").startswith("interval")]
+    assert profiles_overlay_figure(group[:1], "A", relative=False) is None  # one line: nothing to overlay
+
+
+def test_provenance_states_how_the_numbers_were_made(report, tmp_path):
+    results, paths = report
+    page = paths["html"].read_text()
+    for text in ("mteb-lrd run --task A", "mteb 2.26.24, torch 2.13.0", "frenet 1000, nrs 1000, gfmi 5000",
+                 "seed 42, nrs_k 20, gfmi_k 30", "resamples 1000, seed 0, confidence 0.95", "mean / as_is"):  # fmt: skip
+        assert text in page, text
+    demo = results / "results" / "org__b" / "r2" / "LocalSTS12.json"
+    demo.write_text(demo.with_name("A.json").read_text().replace('"A"', '"LocalSTS12"'))
+    written = write_report(results, tmp_path / "with-local")
+    assert "MSRvid part (750 pairs) is missing" in written["html"].read_text()

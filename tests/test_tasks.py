@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mteb_lrd.integration.local_tasks import TASK_TYPES, local_task, make_task
-from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
+from mteb_lrd.integration.shared_tasks import SHARED_STS, demo_task, namesake_note, register_tasks, sts_tasks
 
 
 def _write(path, rows):
@@ -105,3 +105,14 @@ def test_demo_task_has_300_pairs():
     task = demo_task()()
     task.load_data()
     assert task.dataset["default"]["test"].num_rows == 300
+
+
+def test_namesake_notes_state_the_real_pair_counts(shared_sts):
+    for name, sts in SHARED_STS.items():
+        lines = sum(1 for line in sts.test_file(shared_sts).open(encoding="utf-8") if line.strip())
+        assert sts.pairs == lines, name
+        assert namesake_note(name).startswith(f"{lines:,} pairs; ")
+    assert "MSRvid" in namesake_note("LocalSTS12") and "3,108" in namesake_note("LocalSTS12")
+    assert namesake_note("LocalSTS13") == "1,500 pairs; the same pairs as MTEB STS13"
+    assert namesake_note("LocalSTSBenchmarkDemo").startswith("300 pairs; 300 of the 1,379")
+    assert namesake_note("STS12") is None  # a real MTEB task: nothing to say

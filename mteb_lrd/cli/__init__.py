@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars (they are shown by default when stderr is a terminal)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="command", required=True)
     for name in COMMANDS:
         importlib.import_module(f"mteb_lrd.cli.{name}").register(subparsers)

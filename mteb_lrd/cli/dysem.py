@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from mteb_lrd.cli.options import add_list_option, path_arg, positive_int
+from mteb_lrd.cli.options import add_list_option, path_arg, positive_int, show_progress
+from mteb_lrd.dysem.study import AUTO, StudyOptions, run_study
 from mteb_lrd.dysem.study import DEFAULT_TASKS as _TASKS
-from mteb_lrd.dysem.study import StudyOptions, run_study
 
 __all__ = ["register", "run", "options_from_args"]
 
@@ -21,6 +21,10 @@ examples:
   mteb-lrd dysem --model gemma-3-270m --languages en,de,fr,es --num-languages 3 --k 256 --value mean
   mteb-lrd dysem --model path/to/llama --prompt LP --tasks STSBenchmark,STSBenchmark-de
   mteb-lrd dysem --model smollm2-135m --language-order labels   # the reference's order (uses dev labels; warns)
+
+Costs: every text is encoded once as is and once per language (the candidates while ordering, L
+after). On a CPU the defaults are sized for minutes (SmolLM2-135M, 2 cores: a few minutes), with a
+GPU for the full study; a line before each stage says how many forward passes it makes.
 
 The model is a panel name (see `mteb-lrd panel list`) or a folder of a transformers causal LM.
 Translations come from the parallel STS Benchmark data in the shared STS folder; tasks whose texts
@@ -36,6 +40,16 @@ def _short_task_name(name: str) -> str:
     return name.removeprefix("Local") if name.startswith("LocalSTS") or name == "LocalSICK-R" else name
 
 
+def _pairs(text: str) -> int | str | None:
+    """``--max-pairs``: a positive integer, ``all`` (``None``) or ``auto``."""
+    return None if text == "all" else _count(text)
+
+
+def _count(text: str) -> int | str:
+    """``--dev-pairs``: a positive integer or ``auto``."""
+    return AUTO if text == AUTO else positive_int(text)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``dysem`` subcommand."""
     parser = subparsers.add_parser(
@@ -46,8 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="panel name or path of a causal LM")
-    add_list_option(parser, "--tasks", "--task", dest="tasks", default=DEFAULT_TASKS, metavar="TASK",
-                    help=f"STS tasks, also as LocalSTS12 ... (default {','.join(DEFAULT_TASKS)})")  # fmt: skip
+    add_list_option(parser, "--tasks", "--task", dest="tasks", default=None, metavar="TASK",
+                    help=f"STS tasks, also as LocalSTS12 ... (default: {','.join(DEFAULT_TASKS)} with a "
+                    "GPU, STSBenchmark on a CPU)")  # fmt: skip
     parser.add_argument(
         "--languages",
         default="auto",
@@ -74,13 +89,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--select-on-dev", action="store_true", help="choose k, L and value on the STS Benchmark dev split"
     )
     parser.add_argument(
-        "--dev-pairs", type=int, default=200, help="dev pairs for the grid and the language order"
+        "--dev-pairs",
+        type=_count,
+        default=AUTO,
+        help="dev pairs for the grid and the language order (default 200 with a GPU, 50 on a CPU: "
+        "the order encodes each dev text in every candidate language, 50 pairs x 12 versions = "
+        "about 1,200 forward passes)",
     )
     add_list_option(parser, "--grid-k", dest="grid_k", item_type=positive_int, metavar="K",
                     default=[128, 256, 512, 1024], help="k values of the dev grid")  # fmt: skip
     add_list_option(parser, "--grid-languages", dest="grid_languages", item_type=positive_int, metavar="L",
                     default=[1, 2, 4, 6, 8], help="L values of the dev grid")  # fmt: skip
-    parser.add_argument("--max-pairs", type=int, default=None, help="sub-sample each test set (seed 42)")
+    parser.add_argument(
+        "--max-pairs",
+        type=_pairs,
+        default=AUTO,
+        help="sub-sample each test set (seed 42), or 'all' (default all with a GPU, 200 on a CPU: "
+        "each pair costs 2 x (1 + L) forward passes)",
+    )
     parser.add_argument("--no-baselines", action="store_true", help="only DySem")
     parser.add_argument(
         "--translator",
@@ -105,7 +131,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     parser.add_argument("--device", default=None, help="torch device (default cuda when available)")
-    parser.add_argument("--progress", action="store_true", help="show progress bars")
+    parser.add_argument(
+        "--progress", action="store_true", help="progress bars also when stderr is not a terminal (logs)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -113,7 +141,7 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
     """The study's settings from the parsed command line."""
     return StudyOptions(
         model=args.model,
-        tasks=[_short_task_name(name) for name in args.tasks],
+        tasks=AUTO if args.tasks is None else [_short_task_name(name) for name in args.tasks],
         languages=args.languages,
         language_order=args.language_order,
         num_languages=args.num_languages,
@@ -133,7 +161,7 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
         cache_dir=args.cache_dir,
         batch_size=args.batch_size,
         device=args.device,
-        progress=args.progress,
+        progress=show_progress(args),
     )
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ListAction", "add_list_option", "path_arg", "positive_int"]
+__all__ = ["ListAction", "add_list_option", "path_arg", "positive_int", "show_progress"]
 
 
 def path_arg(text: str) -> str:
@@ -97,3 +98,11 @@ def add_list_option(
         required=required,
         help=f"{help} (repeatable; comma-separated lists accepted)" if help else None,
     )
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars: on when stderr is a terminal, off with ``-q`` or a command's ``--no-progress``;
+    a command's ``--progress`` turns them on also when stderr is not a terminal (logs)."""
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
+        return False
+    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mteb_lrd.cli.options import path_arg
+from mteb_lrd.cli.options import path_arg, show_progress
 from mteb_lrd.cli.resolve import resolve_model_path
 from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         device=args.device,
         dtype=args.dtype,
-        show_progress_bar=not args.no_progress,
+        show_progress_bar=show_progress(args),
         cache_dir=args.cache_dir,
     )
     dynamics, _ = profile_texts(

@@ -12,7 +12,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
-from mteb_lrd.cli.options import add_list_option, path_arg
+from mteb_lrd.cli.options import add_list_option, path_arg, show_progress
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
@@ -163,10 +163,10 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
         wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
         tasks,
         cache=AtomicResultCache(args.results),
-        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": True},
+        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": show_progress(args)},
         overwrite_strategy="always" if args.overwrite else "only-missing",
         co2_tracker=False,
-        show_progress_bar=True,
+        show_progress_bar=show_progress(args),
     )
     print(disk_line(spec, wrapped, cache_dir))
     if temporary and cache_dir is not None:  # every result is written: the vectors are not needed to resume

@@ -13,15 +13,26 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mteb_lrd.io import atomic_write_text
 
-__all__ = ["DEFAULT_TASKS", "StudyOptions", "StudyResult", "model_path", "run_study"]
+__all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "model_path",
+           "resolve_sizes", "run_study"]  # fmt: skip
 
 DEFAULT_TASKS: tuple[str, ...] = ("STSBenchmark", "STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R")
+
+AUTO = "auto"
+"""The default of ``tasks``, ``dev_pairs`` and ``max_pairs``: sized for the device (see below)."""
+
+GPU_SIZES: dict[str, Any] = {"tasks": DEFAULT_TASKS, "dev_pairs": 200, "max_pairs": None}
+"""``auto`` with a GPU: the paper's seven STS sets in full, 200 dev pairs for the choices."""
+
+CPU_SIZES: dict[str, Any] = {"tasks": ("STSBenchmark",), "dev_pairs": 50, "max_pairs": 200}
+"""``auto`` on a CPU: a run of minutes (about 3,000 forward passes with the default 4 languages of
+11 candidates): STS Benchmark only, 200 test pairs, 50 dev pairs for the language order."""
 
 
 @dataclass
@@ -30,7 +41,7 @@ class StudyOptions:
 
     Attributes:
         model: panel name or folder of a causal LM.
-        tasks: task names of :data:`mteb_lrd.dysem.evaluation.STS_TASKS`.
+        tasks: task names of :data:`mteb_lrd.dysem.evaluation.STS_TASKS`, or ``"auto"``.
         languages: candidate languages, or ``"auto"`` for the 11 of the parallel data.
         language_order: ``"agreement"`` / ``"consensus"`` (label-free), ``"labels"`` (the
             reference's, on dev labels; warns) or ``"given"`` (as listed).
@@ -40,6 +51,8 @@ class StudyOptions:
         select_on_dev: choose k, L and value on ``dev_pairs`` pairs of the STS Benchmark dev split
             over ``grid_k`` x ``grid_languages`` x {source, mean}.
         max_pairs: sub-sample every test set to this many pairs (seed 42); ``None``: all.
+            ``"auto"`` (and ``tasks`` / ``dev_pairs`` ``"auto"``): :data:`GPU_SIZES` when the model
+            runs on a GPU, :data:`CPU_SIZES` otherwise (see :func:`resolve_sizes`).
         baselines: also run mean pooling, PromptEOL and the dense attention sum.
         translator: folder of an NLLB-style seq2seq model for texts the parallel data lack.
         sts_dir: the shared STS folder; ``None``: ``$MTEB_LRD_STS_DIR`` or ``../shared/data/sts``.
@@ -48,7 +61,7 @@ class StudyOptions:
     """
 
     model: str
-    tasks: Sequence[str] = DEFAULT_TASKS
+    tasks: Sequence[str] | str = AUTO
     languages: str | Sequence[str] = "auto"
     language_order: str = "agreement"
     num_languages: int = 4
@@ -57,10 +70,10 @@ class StudyOptions:
     prompt: str = "EP"
     component: str = "attention"
     select_on_dev: bool = False
-    dev_pairs: int = 200
+    dev_pairs: int | str = AUTO
     grid_k: Sequence[int] = (128, 256, 512, 1024)
     grid_languages: Sequence[int] = (1, 2, 4, 6, 8)
-    max_pairs: int | None = None
+    max_pairs: int | str | None = AUTO
     baselines: bool = True
     translator: str | None = None
     sts_dir: str | None = None
@@ -98,16 +111,37 @@ def model_path(name: str) -> Path:
     raise ValueError(f"--model {name!r} is neither a folder nor a panel name ({', '.join(PANEL)})")
 
 
+def resolve_sizes(options: StudyOptions, on_gpu: bool | None = None) -> StudyOptions:
+    """``options`` with every ``"auto"`` size replaced by :data:`GPU_SIZES` or :data:`CPU_SIZES`.
+
+    Args:
+        options: the study's settings.
+        on_gpu: whether the model runs on a GPU; default: ``options.device`` names one, or none is
+            named and CUDA is available.
+    """
+    if on_gpu is None:
+        import torch
+
+        on_gpu = options.device.startswith("cuda") if options.device else torch.cuda.is_available()
+    sizes = GPU_SIZES if on_gpu else CPU_SIZES
+    chosen = {name: sizes[name] for name in sizes if getattr(options, name) == AUTO}
+    return replace(options, **chosen)
+
+
 def _check(options: StudyOptions) -> list[str]:
     """The task list, after the checks that need no model (clear errors before any loading)."""
     from mteb_lrd.dysem.evaluation import STS_TASKS
 
+    if AUTO in (options.tasks, options.dev_pairs, options.max_pairs):
+        raise ValueError("resolve the 'auto' sizes first (resolve_sizes)")
     tasks = [t.strip() for t in options.tasks if t.strip()]
     unknown = [t for t in tasks if t not in STS_TASKS]
     if unknown:
         raise ValueError(f"unknown tasks {unknown}; available: {', '.join(STS_TASKS)}")
+    if options.max_pairs is not None and int(options.max_pairs) < 1:
+        raise ValueError(f"--max-pairs must be positive or 'all', got {options.max_pairs}")
     for option in ("k", "num_languages", "dev_pairs", "batch_size"):
-        if getattr(options, option) < 1:
+        if int(getattr(options, option)) < 1:
             raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(options, option)}")
     return tasks
 
@@ -120,6 +154,17 @@ def _candidate_languages(languages: str | Sequence[str]) -> list[str]:
             return list(STSB_MULTI_LANGUAGES)
         languages = languages.split(",")
     return [normalize_language(x) for x in languages if x.strip()]
+
+
+def _test_plan(sizes: dict[str, int], num_languages: int, done: int, seconds: float) -> str:
+    """One line: what the test stage encodes, and how long that takes at the rate seen so far."""
+    passes = sum(2 * pairs * (1 + num_languages) for pairs in sizes.values())
+    line = (
+        f"test sets: {sum(sizes.values()):,} pairs of {len(sizes)} task(s), up to {passes:,} forward passes"
+    )
+    if done and seconds > 0:
+        line += f", about {passes / (done / seconds) / 60:.0f} min at the {done / seconds:.1f} texts/s seen so far"
+    return line
 
 
 def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> StudyResult:
@@ -160,6 +205,7 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
 
     started = time.monotonic()
+    options = resolve_sizes(options)
     tasks = _check(options)
     if options.sts_dir:
         sts_dir = Path(options.sts_dir)
@@ -205,11 +251,14 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
         )
 
     # --- choices on the dev split only ---------------------------------------------------------
-    dev = load_pairs(sts_dir / "STSBenchmark-multi" / "en" / "dev.jsonl", options.dev_pairs)
+    dev = load_pairs(sts_dir / "STSBenchmark-multi" / "en" / "dev.jsonl", int(options.dev_pairs))
     candidates = dysem(languages, num_languages=len(languages))
     if options.language_order == "given":
         order = languages
     else:
+        texts = len(set(dev.sentence1 + dev.sentence2))
+        log(f"language order ({options.language_order}): {texts} dev texts in {len(languages)} languages "
+            f"and the source, about {texts * (len(languages) + 1):,} forward passes")  # fmt: skip
         order = order_languages(
             candidates, dev.sentence1 + dev.sentence2, method=options.language_order, pairs=dev
         )
@@ -236,9 +285,10 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     sizes: dict[str, int] = {}
     covered: dict[str, bool] = {}
     gold: dict[str, tuple[type, list[float]]] = {}  # the test scores, for the paired comparisons
+    max_pairs = None if options.max_pairs is None else int(options.max_pairs)
     for name in tasks:
-        task_classes[name], sizes[name] = sts_task(name, sts_dir, options.max_pairs)
-        pairs = load_pairs(sts_dir / STS_TASKS[name], options.max_pairs)
+        task_classes[name], sizes[name] = sts_task(name, sts_dir, max_pairs)
+        pairs = load_pairs(sts_dir / STS_TASKS[name], max_pairs)
         gold[name] = (task_classes[name], pairs.scores)
         covered[name] = options.translator is not None or corpus.covers(
             pairs.sentence1 + pairs.sentence2, task_language(name)
@@ -260,6 +310,7 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
                 "mean pooling": lambda t: mean,
             }
         )
+    log(_test_plan(sizes, settings["num_languages"], extractor.forward_texts, time.monotonic() - started))
     predictions = out / "predictions"
     table = evaluate_models(
         models, task_classes, out / "results", batch_size=options.batch_size, predictions_dir=predictions

@@ -34,7 +34,8 @@ __all__ = ["AtomicResultCache", "LOCK_NAME"]
 logger = logging.getLogger(__name__)
 
 LOCK_NAME = ".mteb-lrd.lock"
-"""Lock file in a revision folder; ``*.json`` look-ups of mteb never see it."""
+"""Lock file in a revision folder, only where the folder itself cannot be locked; ``*.json``
+look-ups of mteb never see it."""
 
 _SIDE_FILES = ("model_meta.json", "run_settings.jsonl")
 
@@ -46,13 +47,21 @@ except ImportError:  # pragma: no cover - Windows
 
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder``: on the folder itself (nothing is left behind), or, where the
+    file system cannot lock a folder (NFS emulates ``flock`` with write locks), on a
+    :data:`LOCK_NAME` file in it, which then stays (removing it would let two writers in)."""
     folder.mkdir(parents=True, exist_ok=True)
     if fcntl is None:  # pragma: no cover - Windows
         yield
         return
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        os.close(fd)
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)

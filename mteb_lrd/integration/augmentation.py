@@ -36,6 +36,7 @@ from mteb_lrd.integration.options import (
     is_lrd_call,
     texts_rule,
 )
+from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.integration.store import release_freed_memory
 from mteb_lrd.io import to_jsonable
 
@@ -236,7 +237,12 @@ def augment_scores(
             raise RuntimeError("the task encoded no texts through the wrapper")
         release_freed_memory()  # what the extraction freed, before the LRD and per-layer stages
         if options.layer_dynamics:
-            info = {"texts": texts_rule(meta.type), "prompt": first[0], **wrapper.last_states_info}
+            info = {
+                "texts": texts_rule(meta.type),
+                "prompt": first[0],
+                **wrapper.last_states_info,
+                "run": run_provenance(),
+            }
             early = wrapper.background.result(len(wrapper.sample))
             scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode, early)
             release_freed_memory()

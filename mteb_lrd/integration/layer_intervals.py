@@ -41,7 +41,9 @@ def captured_pair_scores(task: Any) -> Iterator[list[tuple[np.ndarray, np.ndarra
         series = scores.get(key)
         if series is None:  # no similarity function of its own: mteb falls back on cosine
             series = scores["cosine_scores"]
-        captured.append((np.asarray(series, dtype=np.float64), np.asarray(normalized_scores, dtype=np.float64)))
+        captured.append(
+            (np.asarray(series, dtype=np.float64), np.asarray(normalized_scores, dtype=np.float64))
+        )
         return original(scores, normalized_scores)
 
     setattr(task, _compat.STS_SCORES, calculate)

@@ -24,7 +24,9 @@ __all__ = [
     "SHARED_STS",
     "STSB_LANGUAGES",
     "SharedSTS",
+    "DEMO_VERSUS_MTEB",
     "demo_task",
+    "namesake_note",
     "register_tasks",
     "shared_sts_dir",
     "sts_tasks",
@@ -40,11 +42,16 @@ class SharedSTS:
         short: the set's usual name (``STS12``).
         folder: its folder under the shared STS root.
         score_range: ``(min, max)`` of the gold scores.
+        pairs: test pairs in the shared file.
+        versus_mteb: how the set differs from the MTEB task of the same short name (``""`` when it
+            is the same set).
     """
 
     name: str
     short: str
     folder: str
+    pairs: int
+    versus_mteb: str = ""
     score_range: tuple[float, float] = (0.0, 5.0)
 
     def test_file(self, root: Path) -> Path:
@@ -55,15 +62,18 @@ class SharedSTS:
 SHARED_STS: dict[str, SharedSTS] = {
     s.name: s
     for s in (
-        SharedSTS("LocalSTS12", "STS12", "STS12"),
-        SharedSTS("LocalSTS13", "STS13", "STS13"),
-        SharedSTS("LocalSTS14", "STS14", "STS14"),
-        SharedSTS("LocalSTS15", "STS15", "STS15"),
-        SharedSTS("LocalSTS16", "STS16", "STS16"),
-        SharedSTS("LocalSICK-R", "SICK-R", "SICK-R", (1.0, 5.0)),
-        SharedSTS("LocalSTSBenchmark", "STSBenchmark", "STSBenchmark-multi/en"),
+        SharedSTS("LocalSTS12", "STS12", "STS12", 2358,
+                  "MTEB STS12 has 3,108 pairs: the MSRvid part (750 pairs) is missing here"),
+        SharedSTS("LocalSTS13", "STS13", "STS13", 1500),
+        SharedSTS("LocalSTS14", "STS14", "STS14", 3750),
+        SharedSTS("LocalSTS15", "STS15", "STS15", 3000),
+        SharedSTS("LocalSTS16", "STS16", "STS16", 1186),
+        SharedSTS("LocalSICK-R", "SICK-R", "SICK-R", 9927, score_range=(1.0, 5.0)),
+        SharedSTS("LocalSTSBenchmark", "STSBenchmark", "STSBenchmark-multi/en", 1379),
     )
-}
+}  # fmt: skip
+DEMO_VERSUS_MTEB = "300 of the 1,379 test pairs of MTEB STSBenchmark, a fixed sample bundled with the package"
+"""How the demo task differs from its MTEB namesake."""
 # STS Benchmark translations of the shared data: folder name -> ISO 639-3 + script.
 STSB_LANGUAGES = {
     "en": "eng-Latn", "de": "deu-Latn", "es": "spa-Latn", "fr": "fra-Latn", "it": "ita-Latn",
@@ -127,6 +137,16 @@ def demo_task() -> type:
         revision=content_hash([DEMO_DATA]),
         description="300 pairs of the STS Benchmark test set (Cer et al. 2017), bundled for demos.",
     )
+
+
+def namesake_note(task_name: str) -> str | None:
+    """For a ready-made local task, ``"<pairs> pairs; <how it differs from MTEB's task>"``, else ``None``."""
+    if task_name == "LocalSTSBenchmarkDemo":
+        return f"300 pairs; {DEMO_VERSUS_MTEB}"
+    sts = SHARED_STS.get(task_name)
+    if sts is None:
+        return None
+    return f"{sts.pairs:,} pairs; " + (sts.versus_mteb or f"the same pairs as MTEB {sts.short}")
 
 
 def register_tasks(tasks: Iterable[type[AbsTask]]) -> list[str]:

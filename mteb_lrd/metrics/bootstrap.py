@@ -59,7 +59,9 @@ class Interval:
 
 def _check(values: np.ndarray, resamples: int, confidence: float) -> None:
     if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 2:
-        raise ValueError(f"need a (layers, items) array with a layer and at least 2 items; got shape {values.shape}")
+        raise ValueError(
+            f"need a (layers, items) array with a layer and at least 2 items; got shape {values.shape}"
+        )
     if int(resamples) != resamples or resamples < 1:
         raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
     if not 0 < confidence < 1:
@@ -95,7 +97,9 @@ def bootstrap_mean(
     """
     values = np.asarray(values, dtype=np.float64)
     _check(values, resamples, confidence)
-    means = [values[:, idx].mean(axis=2).T for idx in _draws(values.shape[1], resamples, seed, values.shape[0])]
+    means = [
+        values[:, idx].mean(axis=2).T for idx in _draws(values.shape[1], resamples, seed, values.shape[0])
+    ]
     return _interval(np.concatenate(means), resamples, seed, confidence, over)
 
 
@@ -158,5 +162,7 @@ def bootstrap_spearman(
     for idx in _draws(x.shape[1], resamples, seed, 4):
         counts = _counts(idx)
         ry = _resampled_ranks(y, counts)
-        estimates.append(np.stack([_weighted_correlation(_resampled_ranks(row, counts), ry, counts) for row in x], 1))
+        estimates.append(
+            np.stack([_weighted_correlation(_resampled_ranks(row, counts), ry, counts) for row in x], 1)
+        )
     return _interval(np.concatenate(estimates), resamples, seed, confidence, over)

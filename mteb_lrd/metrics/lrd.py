@@ -122,7 +122,9 @@ def lrd(
             filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
         )
     jaccard, first_last, interval = nrs_from_neighbours(np.stack(anchor_neighbours))
-    nrs_result = NRSResult(jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped, interval)
+    nrs_result = NRSResult(
+        jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped, interval
+    )
     gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
     params = {
         "rank": rank,

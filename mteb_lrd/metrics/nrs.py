@@ -82,7 +82,9 @@ class NRSResult:
 def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Interval | None]:
     """Adjacent-layer retention, first-last retention and the adjacent-layer retention's bootstrap
     interval over anchors (``None`` with fewer than 2 anchors), from ``(L+1, n_anchors, k)`` ids."""
-    per_anchor = np.stack([jaccard_retention(neighbours[i], neighbours[i + 1]) for i in range(len(neighbours) - 1)])
+    per_anchor = np.stack(
+        [jaccard_retention(neighbours[i], neighbours[i + 1]) for i in range(len(neighbours) - 1)]
+    )
     first_last = float(jaccard_retention(neighbours[0], neighbours[-1]).mean())
     interval = bootstrap_mean(per_anchor, over="anchors") if per_anchor.shape[1] >= 2 else None
     return per_anchor.mean(axis=1), first_last, interval

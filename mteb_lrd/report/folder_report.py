@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.integration.results import ModelVariant, ResultsFolder, read_results
+from mteb_lrd.integration.shared_tasks import namesake_note
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.report import plots
 from mteb_lrd.report.html import VARIANTS_NOTE, EmbeddedFigure, Page, render_html
@@ -48,6 +49,46 @@ def _span(values: Sequence[Any]) -> str:
     return str(present[0]) if len(present) == 1 else f"{present[0]} – {present[-1]}"
 
 
+def _distinct(entries: Sequence[dict[str, Any]], read: Any) -> str:
+    values = sorted({text for entry in entries if (text := read(entry))})
+    return "; ".join(values) if values else "not recorded"
+
+
+def _settings(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """How the layer dynamics were computed, as recorded in the result files (distinct values)."""
+
+    def joined(mapping: Any, keys: Sequence[str]) -> str:
+        if not isinstance(mapping, dict):
+            return ""
+        return ", ".join(f"{key} {mapping[key]}" for key in keys if mapping.get(key) is not None)
+
+    def interval(entry: dict[str, Any]) -> str:
+        found = (entry.get("nrs") or {}).get("jaccard_ci")
+        return joined(found, ("resamples", "seed", "confidence"))
+
+    def versions(entry: dict[str, Any]) -> str:
+        recorded = (entry.get("run") or {}).get("versions") or {}
+        return ", ".join(f"{name} {version}" for name, version in sorted(recorded.items()))
+
+    return {
+        "pooling / final norm": _distinct(
+            entries, lambda e: f"{e.get('pooling')} / {e.get('final_norm')}" if e.get("pooling") else ""
+        ),  # fmt: skip
+        "caps (most texts per metric)": _distinct(
+            entries, lambda e: joined(e.get("caps"), ("frenet", "nrs", "gfmi"))
+        ),
+        "LRD parameters": _distinct(
+            entries,
+            lambda e: joined(
+                e.get("params"), ("seed", "rank", "var_threshold", "nrs_k", "n_anchors", "gfmi_k", "backend")
+            ),
+        ),  # fmt: skip
+        "bootstrap intervals": _distinct(entries, interval),
+        "library versions at run time": _distinct(entries, versions),
+        "command lines": _distinct(entries, lambda e: (e.get("run") or {}).get("command") or ""),
+    }
+
+
 def _provenance(folder: ResultsFolder, tasks: Table) -> dict[str, str]:
     from mteb_lrd import __version__
 
@@ -70,6 +111,12 @@ def _provenance(folder: ResultsFolder, tasks: Table) -> dict[str, str]:
         "texts per LRD metric (n_used)": "; ".join(
             f"{metric} {_span(column[f'n_used_{metric}'])}" for metric in ("frenet", "nrs", "gfmi")
         ),
+        **_settings([d for v in folder.variants for r in v.tasks.values() for d in r.layer_dynamics]),
+        **{
+            f"local task {name}": note
+            for name in sorted(set(column["task"]))
+            if (note := namesake_note(name))
+        },
         "result files": f"{folder.files_read} read, {len(folder.unreadable)} unreadable (left out)",
     }
 
@@ -82,10 +129,18 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
     groups: dict[str, list[ModelVariant]] = {}
     for variant in variants:
         groups.setdefault(variant.model, []).append(variant)
+    for task in tasks:
+        drawn.append(("LRD profiles, model vs model", f"{task} (relative depth)",
+                      f"profiles_{_slug(task)}.png", plots.profiles_overlay_figure(variants, task, relative=True)))  # fmt: skip
     for model, group in groups.items():
         drawn.append(
             ("Base vs pruned", model, f"pruning_{_slug(model)}.png", plots.pruning_figure(group, tasks))
         )
+        if any(v.removed_blocks for v in group):
+            for task in tasks:
+                drawn.append(("Base vs pruned", f"{model}: layer profiles on {task}",
+                              f"pruning_profiles_{_slug(model)}_{_slug(task)}.png",
+                              plots.profiles_overlay_figure(group, task, relative=False)))  # fmt: skip
     drawn.append(
         (
             "d0L vs score",

@@ -34,6 +34,7 @@ __all__ = [
     "per_layer_figure",
     "point_label",
     "profile_figure",
+    "profiles_overlay_figure",
     "pruning_figure",
     "save_png",
     "score_axis_label",
@@ -379,6 +380,93 @@ def profile_figure(variant: ModelVariant) -> Figure | None:
     figure.suptitle(
         f"{variant.label}: layer profiles (transitions drawn between the two layers){removed}", fontsize=10
     )
+    return figure
+
+
+def _band(interval: Any, x: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    if not isinstance(interval, dict):
+        return None
+    low, high = interval.get("low") or [], interval.get("high") or []
+    if len(low) != x.size or len(high) != x.size:
+        return None
+    as_float = [
+        np.array([np.nan if v is None else v for v in values], dtype=float) * scale for values in (low, high)
+    ]
+    return x, as_float[0], as_float[1]
+
+
+def _task_profiles(variant: ModelVariant, task: str) -> tuple[list[Any], list[Any], int] | None:
+    """(profiles, bands, blocks of the base model) of one variant on one task, per :data:`PROFILE_PANELS` panel, x on the base
+    layer index: profiles averaged over subsets; bands (bootstrap intervals: NRS over anchors,
+    per-layer STS scores over pairs) only for a single subset. ``None`` without layer dynamics."""
+    record = variant.tasks.get(task)
+    rows = [row for row in (record.subsets if record else []) if isinstance(row.get("layer_dynamics"), dict)]
+    if not rows or any("error" in row["layer_dynamics"] for row in rows):
+        return None
+    curve = record.per_layer_scores() if record else None
+    per_row = [_profiles(variant, row["layer_dynamics"], curve) for row in rows]
+    profiles = []
+    for panel in zip(*per_row, strict=True):
+        usable = [p for p in panel if p is not None]
+        same = len(usable) == len(panel) and len({p[0].size for p in usable}) == 1
+        profiles.append((usable[0][0], np.mean([p[1] for p in usable], axis=0)) if usable and same else None)
+    bands: list[Any] = [None] * len(PROFILE_PANELS)
+    if len(rows) == 1:
+        nrs, score = profiles[2], profiles[4]
+        bands[2] = nrs and _band(rows[0]["layer_dynamics"].get("nrs", {}).get("jaccard_ci"), nrs[0], 1.0)
+        entry = rows[0].get("per_layer")
+        bands[4] = score and isinstance(entry, dict) and _band(entry.get("interval"), score[0], 100.0) or None
+    num_states = int(rows[0]["layer_dynamics"].get("num_layers") or 0) + 1
+    return profiles, bands, variant.base_num_blocks(num_states)
+
+
+def profiles_overlay_figure(variants: Sequence[ModelVariant], task: str, relative: bool) -> Figure | None:
+    """The layer profiles of several models / variants on one task, overlaid, with bootstrap bands.
+
+    Args:
+        variants: the lines (pruned variants dashed, their removed blocks shaded when ``relative`` is
+            false).
+        task: the task whose profiles are drawn.
+        relative: x is the relative depth in the base model (models of different depth) instead of
+            the base model's layer index (a model and its pruned variants).
+
+    Returns:
+        Five panels (:data:`PROFILE_PANELS`); a shaded band around NRS and per-layer STS scores is
+        their 95 % bootstrap interval (NRS over anchors, scores over pairs) where recorded. ``None``
+        when fewer than two variants have layer dynamics on ``task``.
+    """
+    drawn = [(v, found) for v in variants if (found := _task_profiles(v, task)) is not None]
+    if len(drawn) < 2:
+        return None
+    figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5, legend_right=True)
+    for axis, (title, ylabel) in zip(axes, PROFILE_PANELS, strict=True):
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel(RELATIVE_DEPTH if relative else BASE_LAYER, fontsize=8)
+        axis.set_ylabel(ylabel, fontsize=8)
+        axis.grid(alpha=0.3)
+        if not relative:
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for colour, (variant, (profiles, bands, blocks)) in zip(_colours(len(drawn)), drawn, strict=True):
+        scale = 1.0 / max(blocks, 1) if relative else 1.0
+        style = "--" if variant.experiment else "-"
+        for axis, profile, band in zip(axes, profiles, bands, strict=True):
+            if profile is None:
+                continue
+            axis.plot(profile[0] * scale, profile[1], marker="o", markersize=3, color=colour, linestyle=style,
+                      label=point_label(variant))  # fmt: skip
+            if band:
+                axis.fill_between(band[0] * scale, band[1], band[2], color=colour, alpha=0.15, linewidth=0,
+                                  gid=f"interval:{variant.label}")  # fmt: skip
+            if not relative:
+                for block in variant.removed_blocks:
+                    axis.axvspan(block + 0.6, block + 1.4, color=colour, alpha=0.1,
+                                 gid=f"removed:{variant.label}:{block}")  # fmt: skip
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper", fontsize=8, title="solid: base, dashed: pruned",
+                  title_fontsize=8)  # fmt: skip
+    where = "relative depth" if relative else "the base model's layer index"
+    figure.suptitle(f"{task}: layer profiles on {where}\nbands: 95 % bootstrap intervals (NRS over anchors, "
+                    "STS scores over pairs)", fontsize=10)  # fmt: skip
     return figure
 
 

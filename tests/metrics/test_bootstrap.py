@@ -71,7 +71,9 @@ def test_nrs_interval_uses_the_per_anchor_retention():
     order = [np.argsort(-(layer @ layer.T) + 10 * np.eye(50), axis=1)[:, :4] for layer in unit]
     per_anchor = np.stack([jaccard_retention(order[i], order[i + 1]) for i in range(2)])
     expected = bootstrap_mean(per_anchor, over="anchors")
-    assert result.jaccard_ci.low == pytest.approx(expected.low) and result.jaccard_ci.high == pytest.approx(expected.high)
+    assert result.jaccard_ci.low == pytest.approx(expected.low) and result.jaccard_ci.high == pytest.approx(
+        expected.high
+    )
 
 
 @settings(max_examples=30, deadline=None)

@@ -1,0 +1,46 @@
+"""The DySem study end to end on a tiny random causal LM: sizes per device, and a line before each
+long stage saying what it encodes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mteb_lrd.dysem.study import CPU_SIZES, DEFAULT_TASKS, StudyOptions, resolve_sizes, run_study
+
+
+def test_auto_sizes_are_small_on_a_cpu_and_full_on_a_gpu():
+    cpu = resolve_sizes(StudyOptions(model="m"), on_gpu=False)
+    assert (tuple(cpu.tasks), cpu.dev_pairs, cpu.max_pairs) == (("STSBenchmark",), 50, 200)
+    gpu = resolve_sizes(StudyOptions(model="m"), on_gpu=True)
+    assert (tuple(gpu.tasks), gpu.dev_pairs, gpu.max_pairs) == (DEFAULT_TASKS, 200, None)
+    given = resolve_sizes(StudyOptions(model="m", tasks=["STS12"], dev_pairs=7, max_pairs=None), on_gpu=False)
+    assert (list(given.tasks), given.dev_pairs, given.max_pairs) == (["STS12"], 7, None)  # kept as asked
+    assert resolve_sizes(StudyOptions(model="m", device="cuda:1"), on_gpu=None).max_pairs is None
+    assert (
+        resolve_sizes(StudyOptions(model="m", device="cpu"), on_gpu=None).max_pairs == CPU_SIZES["max_pairs"]
+    )
+
+
+def test_a_small_study_says_what_it_does_before_each_stage(tiny_model_dir, shared_sts, tmp_path):
+    lines: list[str] = []
+    options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark"], languages="en,de,fr",
+                           dev_pairs=5, max_pairs=6, k=8, num_languages=2, batch_size=8, device="cpu",
+                           sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"))  # fmt: skip
+    result = run_study(options, log=lines.append)
+    dev = [json.loads(line) for line in (shared_sts / "STSBenchmark-multi/en/dev.jsonl").open()][:5]
+    texts = len({row[key] for row in dev for key in ("sentence1", "sentence2")})
+    assert lines[0] == (f"language order (agreement): {texts} dev texts in 3 languages and the source, "
+                        f"about {texts * 4:,} forward passes")  # fmt: skip
+    assert lines[1].startswith("language order (agreement): ")  # the order found
+    (plan,) = [line for line in lines if line.startswith("test sets:")]
+    assert plan.startswith("test sets: 6 pairs of 1 task(s), up to 36 forward passes, about ")
+    assert "texts/s seen so far" in plan
+    assert result.table_path.is_file() and result.summary["tasks"]["STSBenchmark"]["pairs"] == 6
+
+
+@pytest.mark.parametrize(("field", "value"), [("max_pairs", 0), ("dev_pairs", 0)])
+def test_non_positive_sizes_are_refused_before_loading(field, value, tmp_path):
+    with pytest.raises(ValueError, match="must be positive"):
+        run_study(StudyOptions(model=str(tmp_path / "no-model"), **{field: value}))
