@@ -40,10 +40,12 @@ evaluate_abstention``                  skipped while the layers are scored unles
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import sys
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "drop_loaded_model_card",
     "input_length",
     "model_registry",
+    "quiet_renamed_method_calls",
     "resolve_prompt",
     "task_registry",
 ]
@@ -89,6 +92,20 @@ _RETRIEVAL_METRICS = "mteb._evaluators.retrieval_metrics"
 
 STS_SCORES = "_calculate_scores"
 """Method of mteb's STS tasks: ``(self, scores, normalized_scores) -> metrics`` (series and gold)."""
+
+
+# sentence-transformers 6 renamed this method; mteb 2.26 still calls the old name while it builds a
+# SentenceTransformer's ModelMeta, which warns on every run although nothing is wrong for the user.
+_RENAMED_BY_SENTENCE_TRANSFORMERS = "The `get_sentence_embedding_dimension` method has been renamed"
+
+
+@contextlib.contextmanager
+def quiet_renamed_method_calls() -> Iterator[None]:
+    """Silence the FutureWarning of mteb calling sentence-transformers' renamed
+    ``get_sentence_embedding_dimension`` (only that message; others still show)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_RENAMED_BY_SENTENCE_TRANSFORMERS, category=FutureWarning)
+        yield
 
 
 class SeamError(RuntimeError):

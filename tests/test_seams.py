@@ -262,3 +262,11 @@ def test_sts_per_layer_scores_carry_a_bootstrap_interval_over_pairs(tiny_st):
         assert interval["high"][layer] == pytest.approx(high, abs=1e-6), layer
     retrieval = mteb.evaluate(with_layer_dynamics(tiny_st), [_mock("MockRetrievalTask")], cache=None, **RUN)
     assert "interval" not in retrieval.task_results[0].scores["test"][0]["per_layer"]
+
+
+def test_no_future_warning_from_our_calls(tiny_st):
+    """mteb calls sentence-transformers' renamed get_sentence_embedding_dimension when it wraps a
+    SentenceTransformer: that FutureWarning is not the user's concern, and no other shows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        mteb.evaluate(with_layer_dynamics(tiny_st), [sts_task()], cache=None, **RUN)
