@@ -8,6 +8,10 @@ registers lazily, the moment a program imports mteb (see README.md in this folde
 Models are registered as ``mteb-lrd/<name>`` for ``default`` (all-MiniLM-L6-v2 from its PyPI
 package) and every panel model; loading one returns the model wrapped by
 ``mteb_lrd.with_layer_dynamics``, so its ``<Task>.json`` gains ``layer_dynamics`` and ``per_layer``.
+``mteb.get_model`` (and so ``mteb run -m``) also accepts a local model folder, which plain mteb
+cannot load (it looks folders up on the Hub): a sentence-transformers folder, a transformers model
+or a folder written by ``mteb-lrd prune`` (stored as an experiment of its base model), named and
+stored exactly as ``mteb-lrd run --model <folder>`` stores it.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["MODEL_PREFIX", "load_wrapped", "register"]
+__all__ = ["MODEL_PREFIX", "get_model", "load_wrapped", "register"]
 
 MODEL_PREFIX = "mteb-lrd/"
 _REGISTERED: list[str] = []
@@ -39,6 +43,37 @@ def load_wrapped(
     spec = mteb_lrd_model or model_name.removeprefix(MODEL_PREFIX)
     name, model, tokenizer = load_for_mteb(spec, device=device)
     return with_layer_dynamics(model, tokenizer=tokenizer, device=device, name=name, **kwargs)
+
+
+def _local_folder(model_name: str) -> bool:
+    """Whether ``model_name`` is a folder on this machine holding a model (not a Hub id)."""
+    from pathlib import Path
+
+    from mteb_lrd.extraction.loading import looks_like_path
+
+    path = Path(model_name).expanduser()
+    return path.is_dir() and (looks_like_path(model_name) or (path / "config.json").is_file())
+
+
+def get_model(model_name: str, revision: str | None = None, device: str | None = None, **kwargs: Any) -> Any:
+    """``mteb.get_model`` that also loads a local model folder, wrapped with layer dynamics (as
+    ``mteb-lrd run --model <folder>``); any other name goes to mteb's own ``get_model``."""
+    if _local_folder(model_name):
+        kwargs.pop("embed_dim", None)
+        return load_wrapped(model_name, revision=revision, device=device, mteb_lrd_model=model_name)
+    return _MTEB_GET_MODEL[0](model_name, revision, device, **kwargs)
+
+
+_MTEB_GET_MODEL: list[Any] = []
+
+
+def _install_get_model() -> None:
+    """Route ``mteb.get_model`` (public; ``mteb run`` calls it by attribute) through :func:`get_model`."""
+    import mteb
+
+    if not _MTEB_GET_MODEL:
+        _MTEB_GET_MODEL.append(mteb.get_model)
+    mteb.get_model = get_model
 
 
 def _model_names() -> list[str]:
@@ -71,6 +106,7 @@ def register() -> list[str]:
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install()
+    _install_get_model()
     experiments.install()  # saved pruned models evaluated by plain mteb are experiments of their base
     names = register_tasks([*sts_tasks().values(), demo_task()])
     registry = _compat.model_registry()

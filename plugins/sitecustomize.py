@@ -17,14 +17,17 @@ __all__ = ["MtebImportHook"]
 
 
 class _RegisterAfterExec(importlib.abc.Loader):
-    def __init__(self, inner: importlib.abc.Loader) -> None:
+    def __init__(self, inner: importlib.abc.Loader, hook: MtebImportHook) -> None:
         self.inner = inner
+        self.hook = hook
 
     def create_module(self, spec):  # noqa: ANN001, ANN201 - importlib protocol
         return self.inner.create_module(spec)
 
     def exec_module(self, module) -> None:  # noqa: ANN001 - importlib protocol
         self.inner.exec_module(module)
+        if self.hook in sys.meta_path:  # mteb is imported: the hook's work is done
+            sys.meta_path.remove(self.hook)
         try:
             import mteb_lrd_plugin  # noqa: F401 - importing registers
         except Exception as err:  # noqa: BLE001 - the plugin must never break `import mteb`
@@ -39,15 +42,25 @@ class _RegisterAfterExec(importlib.abc.Loader):
 
 
 class MtebImportHook(importlib.abc.MetaPathFinder):
-    """Wraps the loader of the top-level ``mteb`` package so registration runs right after it."""
+    """Wraps the loader of the top-level ``mteb`` package so registration runs right after it.
+
+    It stays on ``sys.meta_path`` until mteb is executed: ``python -m mteb`` looks the package up
+    (``find_spec``) before importing it, and both look-ups must see the wrapped loader.
+    """
+
+    def __init__(self) -> None:
+        self._searching = False
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001, ANN201 - importlib protocol
-        if fullname != "mteb":
+        if fullname != "mteb" or self._searching:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("mteb")
+        self._searching = True  # the look-up below asks every finder again, this one included
+        try:
+            spec = importlib.util.find_spec("mteb")
+        finally:
+            self._searching = False
         if spec is not None and spec.loader is not None:
-            spec.loader = _RegisterAfterExec(spec.loader)
+            spec.loader = _RegisterAfterExec(spec.loader, self)
         return spec
 
 

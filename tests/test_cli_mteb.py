@@ -56,8 +56,10 @@ def test_run_prune_report(tiny_st_dir, local_sts, tmp_path, capsys):
     assert "removed [1, 2] of 4" in markdown
     assert (reports / "report.html").stat().st_size > 10000
     figures = {p.name for p in (reports / "figures").glob("*.png")}
-    # the overlay, the d0L scatter, base vs pruned and one profile per variant
-    assert {"per_layer_scores.png", "d0l_vs_score.png"} <= figures and len(figures) == 5
+    # the overlay, the overlaid profiles, base vs pruned (scores and profiles) and one profile per
+    # variant; no d0L scatter with 2 models / variants (a rank correlation needs 4)
+    assert {"per_layer_scores.png", "profiles_tinysts.png"} <= figures and len(figures) == 6
+    assert "d0l_vs_score.png" not in figures
 
 
 def test_prune_argument_errors(tiny_st_dir, tmp_path, capsys):

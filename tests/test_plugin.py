@@ -58,3 +58,36 @@ def test_plugin_loader_wraps_a_folder(tiny_st_dir, texts):
     assert isinstance(wrapped, LayerDynamicsModel)
     states = wrapped.extractor.extract(texts)
     assert states.states.shape[0] == 5 and np.isfinite(states.embeddings).all()
+
+
+def test_stock_mteb_run_on_a_folder_and_a_pruned_folder(tiny_st_dir, tmp_path):
+    """``mteb run -m <folder>`` with the plugin writes the files ``mteb-lrd run --model <folder>``
+    writes: a plain sentence-transformers folder, and a pruned one as an experiment of its base."""
+    import json
+
+    from mteb_lrd.cli import main
+
+    ours, stock, pruned = tmp_path / "ours", tmp_path / "stock", tmp_path / "pruned"
+    assert main(["-q", "run", "--model", str(tiny_st_dir), "--task", "demo", "--results", str(ours)]) == 0
+    assert main(["-q", "prune", "--model", str(tiny_st_dir), "--blocks", "1", "--output", str(pruned),
+                 "--task", "demo", "--results", str(ours)]) == 0  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{PLUGINS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for folder in (tiny_st_dir, pruned):
+        command = [sys.executable, "-m", "mteb", "run", "-m", str(folder), "-t", "LocalSTSBenchmarkDemo",
+                   "--output-folder", str(stock)]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    def files(root):
+        return {
+            p.relative_to(root): json.loads(p.read_text()) for p in root.rglob("LocalSTSBenchmarkDemo.json")
+        }
+
+    mine, theirs = files(ours / "results"), files(stock / "results")
+    assert set(mine) == set(theirs) and len(mine) == 2
+    assert any("experiments" in path.parts for path in theirs)
+    for path, result in mine.items():
+        row, other = result["scores"]["test"][0], theirs[path]["scores"]["test"][0]
+        assert other["main_score"] == row["main_score"]
+        assert other["per_layer"]["scores"] == row["per_layer"]["scores"]
+        assert other["layer_dynamics"]["summary"] == row["layer_dynamics"]["summary"]

@@ -308,3 +308,15 @@ def test_prune_by_rule_and_budget(tmp_path, texts):
     assert record["rule"] == "nrs" and record["budget"] == 0.5
     assert len(record["removed_blocks"]) == 2 and set(record["removed_blocks"]) <= {3, 4, 5}
     assert len(pruned[0].auto_model.encoder.layer) == 6
+
+
+def test_pruned_model_card_says_pruned_from_with_blocks_rule_and_budget(tiny_st, tmp_path):
+    pruned = prune(tiny_st, [1, 2], rule="gfmi", budget=0.5)
+    pruned.save(str(tmp_path / "saved"))
+    card = (tmp_path / "saved" / "README.md").read_text()
+    assert "finetuned from" not in card
+    assert ("model pruned from [tiny-org/tiny-st](https://huggingface.co/tiny-org/tiny-st) "
+            "(blocks 1, 2 of 4 removed by the gfmi rule at budget 0.5, with mteb-lrd)") in card  # fmt: skip
+    assert "- pruned" in card and "base_model: tiny-org/tiny-st" in card
+    tiny_st.save(str(tmp_path / "base"))  # the base model's own card is untouched
+    assert "pruned from" not in (tmp_path / "base" / "README.md").read_text()

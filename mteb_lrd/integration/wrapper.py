@@ -100,7 +100,9 @@ class LayerDynamicsModel(AbsEncoder):
         from sentence_transformers import SentenceTransformer
 
         with _compat.quiet_renamed_method_calls():
-            inner = SentenceTransformerEncoderWrapper(model) if isinstance(model, SentenceTransformer) else model
+            inner = (
+                SentenceTransformerEncoderWrapper(model) if isinstance(model, SentenceTransformer) else model
+            )
         self.inner: Any = inner if hasattr(inner, "mteb_model_meta") else None
         backbone = inner.model if self.inner is not None else inner
         self.extractor = LayerExtractor(backbone, **extractor_kwargs)

@@ -9,15 +9,20 @@ SentenceTransformer, a transformers model for a transformers model): ``encode``,
   reload and makes mteb store the model's results as an experiment of its base
   (:mod:`mteb_lrd.integration.experiments`);
 - on a SentenceTransformer's model card (``model_card_data``): base model, a title naming the removed
-  blocks, rule and budget, and the tags ``pruned`` and ``mteb-lrd``; ``save`` writes this card, not
-  the base model's README.
+  blocks, rule and budget, the tags ``pruned`` and ``mteb-lrd``, and a first sentence that says
+  "pruned from <base>" instead of sentence-transformers' "finetuned from"; ``save`` writes this
+  card, not the base model's README.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
+import re
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mteb_lrd import _compat
@@ -25,6 +30,7 @@ from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
 from mteb_lrd.integration import experiments
 from mteb_lrd.integration.experiments import PRUNING_CONFIG_KEY, pruning_record
 from mteb_lrd.integration.naming import model_name, model_revision
+from mteb_lrd.io import atomic_write_text
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
 __all__ = ["PRUNED_TAGS", "describe", "prune", "pruning_record"]
@@ -59,8 +65,32 @@ def _describe_on_card(st: Any, source: Any, record: dict[str, Any]) -> None:
         card.base_model_revision = record.get("base_revision")
     card.model_name = describe(record)
     card.add_tags(list(PRUNED_TAGS))
+    card.template_path = _pruned_template(card.template_path, record)
     st.model_card_data = card
     _compat.drop_loaded_model_card(st)
+
+
+# sentence-transformers' card template: "This is a [...] model finetuned from [base] | trained ..."
+_ORIGIN = re.compile(r"\{% if base_model %\} finetuned from .*?\{% else %\} trained\{% endif %\}")
+
+
+def _pruned_template(template: Path, record: dict[str, Any]) -> Path:
+    """sentence-transformers' installed card template with its origin phrase saying "pruned from",
+    written once per record to a private folder; the template itself when the phrase is not found."""
+    text = template.read_text(encoding="utf-8")
+    base = str(record["base_model"])
+    link = base if base.startswith("local/") else f"[{base}](https://huggingface.co/{base})"
+    details = describe(record).removeprefix(f"{base} pruned: ")
+    phrase = f" pruned from {link} ({details}, with mteb-lrd)"
+    if _ORIGIN.search(text) is None:
+        logger.warning("the model card template of sentence-transformers changed: the card keeps its wording")
+        return template
+    rendered = _ORIGIN.sub(lambda _match: phrase.replace("{", "{{ '{' }}"), text, count=1)
+    digest = hashlib.sha256(rendered.encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / "mteb-lrd-model-cards" / f"pruned-{digest}.md"
+    if not path.is_file():
+        atomic_write_text(path, rendered)
+    return path
 
 
 def _check_rule_and_budget(rule: object, budget: object) -> None:
