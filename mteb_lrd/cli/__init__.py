@@ -85,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         preflight(args)
+        if getattr(args, "install", False):
+            from mteb_lrd.cli.checks import model_specs
+            from mteb_lrd.cli.resolve import install_panel_models
+
+            install_panel_models(model_specs(args))
         return int(args.func(args) or 0)
     except ERRORS as err:
         if args.verbose:

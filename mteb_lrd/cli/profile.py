@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mteb_lrd.cli.options import path_arg, show_progress
+from mteb_lrd.cli.options import add_install_option, path_arg, show_progress
 from mteb_lrd.cli.resolve import resolve_model_path
 from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
@@ -99,6 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--gfmi-k", type=int, default=30, help="GFMI graph neighbours (default 30)")
     parser.add_argument("--backend", default="auto", choices=list(BACKENDS))
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

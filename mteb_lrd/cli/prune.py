@@ -10,7 +10,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from mteb_lrd.cli.options import add_list_option, path_arg
+from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_model_path
 from mteb_lrd.cli.run import add_lrd_options, evaluate_model, lrd_options, print_summary
 from mteb_lrd.pruning.rules import RULES
@@ -60,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", default=None, type=path_arg,
                         help="folder for the pruned model (default: not saved)")  # fmt: skip
     add_lrd_options(parser)
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mteb_lrd.cli.options import add_list_option, path_arg
+from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
 from mteb_lrd.cli.select import (
     add_lrd_study_arguments,
     add_study_task_arguments,
@@ -58,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
     )
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

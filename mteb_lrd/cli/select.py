@@ -20,7 +20,7 @@ __all__ = [
     "study_models",
 ]
 
-from mteb_lrd.cli.options import add_list_option, path_arg
+from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
 
 EPILOG = """\
 examples:
@@ -164,6 +164,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
     )
     parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
+    add_install_option(parser)
     parser.set_defaults(func=run)
 
 

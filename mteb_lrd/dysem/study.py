@@ -100,7 +100,7 @@ def _stderr(message: str) -> None:
 
 
 def model_path(name: str) -> Path:
-    """The folder of ``name``: an existing path, or a panel model (prepared on first use)."""
+    """The folder of ``name``: an existing path, or a panel model (built from its installed packages; see `mteb-lrd panel prepare`)."""
     path = Path(name)
     if path.exists():
         return path

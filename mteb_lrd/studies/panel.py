@@ -33,7 +33,9 @@ __all__ = [
     "PANEL",
     "PanelModel",
     "PanelError",
+    "IN_PLACE",
     "default_cache_dir",
+    "is_installed",
     "distribution_file",
     "ensure_distribution",
     "get_panel_model",
@@ -44,6 +46,10 @@ __all__ = [
 
 MARKER = ".mteb-lrd-panel.json"
 """File written last into a finished model folder; its presence means "prepared"."""
+
+
+IN_PLACE = "all-MiniLM-L6-v2"
+"""The panel model that commands load straight from its package's folder (the default model)."""
 
 
 class PanelError(RuntimeError):
@@ -186,9 +192,25 @@ def default_cache_dir() -> Path:
     return base / "panel"
 
 
+def _installed(requirement: str) -> bool:
+    try:
+        metadata.version(requirement.partition("==")[0])
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def is_installed(name: str) -> bool:
+    """Whether every PyPI package of ``name`` is installed (no side effect)."""
+    return all(_installed(requirement) for requirement in get_panel_model(name).packages)
+
+
 def is_prepared(name: str, cache_dir: str | Path | None = None) -> bool:
-    """Whether :func:`prepare` has finished for ``name`` (no install, no side effect)."""
+    """Whether ``name`` is ready to load without installing anything: :func:`prepare` has finished,
+    or (all-MiniLM-L6-v2, the default model) its package folder is used in place (no side effect)."""
     get_panel_model(name)
+    if name == IN_PLACE and is_installed(name):
+        return True
     return (_target_dir(name, cache_dir) / MARKER).is_file()
 
 
@@ -203,7 +225,7 @@ def prepare(
     name: str,
     cache_dir: str | Path | None = None,
     *,
-    install: bool = True,
+    install: bool = False,
     progress: Progress | None = _stderr,
 ) -> Path:
     """Return a local folder with the model ``name``, installing and converting it first if needed.
@@ -211,8 +233,9 @@ def prepare(
     Args:
         name: a panel name (see :data:`PANEL`).
         cache_dir: where prepared folders live; default :func:`default_cache_dir`.
-        install: install missing PyPI packages (``pip install --no-deps``); when ``False`` a missing
-            package raises :class:`PanelError` instead.
+        install: install missing PyPI packages (``pip install --no-deps``); when ``False`` (the
+            default: only ``mteb-lrd panel prepare`` and ``--install`` install) a missing package
+            raises :class:`PanelError` naming the command that installs it.
         progress: called with one line per step; ``None`` for silence.
 
     Returns:
@@ -228,8 +251,14 @@ def prepare(
     target = _target_dir(name, cache_dir)
     if (target / MARKER).is_file():
         return target
-    for i, requirement in enumerate(model.packages, 1):
-        ensure_distribution(requirement, install=install, progress=say, step=f"{i}/{len(model.packages)}")
+    missing = [requirement for requirement in model.packages if not _installed(requirement)]
+    if missing and not install:
+        raise PanelError(
+            f"panel model {name} needs {len(missing)} package(s) that are not installed ({', '.join(missing)}): "
+            f"run `mteb-lrd panel prepare {name}` or pass --install"
+        )
+    for i, requirement in enumerate(missing, 1):
+        ensure_distribution(requirement, install=install, progress=say, step=f"{i}/{len(missing)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = temporary_folder(target.parent, f".{name}.partial-")
     try:

