@@ -32,6 +32,7 @@ from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
+from mteb_lrd.integration.provenance import process_command, record_command
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
@@ -85,6 +86,7 @@ class UnitConfig:
         cache: keep a resumable extraction cache (``options["cache_dir"]``, a folder every node
             reaches, kept; else :func:`unit_cache_dir`, removed once the unit is done); ``False``:
             none (a big task's unit saves that disk; a retried unit starts over).
+        command: the command line recorded with every result (the driver's, not a worker's).
     """
 
     results: str
@@ -93,6 +95,7 @@ class UnitConfig:
     device: str | None = None
     overwrite: bool = False
     cache: bool = True
+    command: str = field(default_factory=process_command)
 
     @property
     def wanted_keys(self) -> tuple[str, ...]:
@@ -176,6 +179,7 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     start = time.perf_counter()
+    record_command(config.command)
     tasks = _tasks(unit.task)
     name, model, tokenizer = load_for_mteb(unit.model, device=config.device)
     if unit.blocks:

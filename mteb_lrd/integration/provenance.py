@@ -9,7 +9,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
-__all__ = ["PROVENANCE_PACKAGES", "run_provenance"]
+__all__ = ["PROVENANCE_PACKAGES", "process_command", "record_command", "run_provenance"]
 
 PROVENANCE_PACKAGES = (
     "mteb-lrd",
@@ -30,12 +30,29 @@ def _installed(package: str) -> str | None:
         return None
 
 
+_COMMAND: list[str] = []
+
+
+def process_command() -> str:
+    """This process's command line (program name without its folder)."""
+    return shlex.join([sys.argv[0].rsplit("/", 1)[-1], *sys.argv[1:]]) if sys.argv else ""
+
+
+def record_command(command: str) -> None:
+    """Record ``command`` instead of this process's own (a Ray worker runs the driver's command)."""
+    _COMMAND[:] = [command]
+
+
 @cache
-def run_provenance() -> dict[str, Any]:
-    """``{"command": the process's command line, "python": version, "versions": {package: version}}``."""
+def _versions() -> dict[str, str]:
     versions = {name: _installed(name) for name in PROVENANCE_PACKAGES}
+    return {name: version for name, version in versions.items() if version is not None}
+
+
+def run_provenance() -> dict[str, Any]:
+    """``{"command": the command line of the run, "python": version, "versions": {package: version}}``."""
     return {
-        "command": shlex.join([sys.argv[0].rsplit("/", 1)[-1], *sys.argv[1:]]) if sys.argv else "",
+        "command": _COMMAND[0] if _COMMAND else process_command(),
         "python": sys.version.split()[0],
-        "versions": {name: version for name, version in versions.items() if version is not None},
+        "versions": _versions(),
     }
