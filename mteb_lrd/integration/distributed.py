@@ -31,8 +31,8 @@ from typing import Any
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
-from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 from mteb_lrd.integration.provenance import process_command, record_command
+from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
