@@ -119,9 +119,12 @@ def test_killed_run_resumes_from_the_cache(tiny_st, tmp_path):
     assert _without_store(resumed) == _without_store(fresh)
 
 
-def test_cli_memory_options_and_cache_lifetime(tiny_st_dir, tmp_path, capsys):
+def test_cli_memory_options_and_cache_lifetime(tiny_st_dir, tmp_path, capsys, monkeypatch):
+    import sys
+
     from mteb_lrd.integration.local_tasks import local_task
 
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # a terminal: bars shown
     folder = tmp_path / "sts"
     folder.mkdir()
     task = sts_task()
