@@ -25,7 +25,7 @@ from mteb_lrd.integration.layer_scoring import (
     texts_read_once,
 )
 from mteb_lrd.integration.local_tasks import make_task
-from mteb_lrd.integration.wrapper import read_texts
+from mteb_lrd.integration.protocols import read_texts
 from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
 from tests.tiny_models import WORDS
 

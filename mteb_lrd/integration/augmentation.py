@@ -42,8 +42,8 @@ from mteb_lrd.io import to_jsonable
 
 if TYPE_CHECKING:
     from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
+    from mteb_lrd.integration.protocols import LayerDynamicsEncoder
     from mteb_lrd.integration.store import TextKey
-    from mteb_lrd.integration.wrapper import LayerDynamicsModel
     from mteb_lrd.metrics.lrd import LRDResult
 
 __all__ = ["augment_scores", "layer_dynamics", "per_layer_scores"]
@@ -129,7 +129,7 @@ def _set_random_states(task: AbsTask, states: Mapping[str, Any]) -> None:
 
 def per_layer_scores(
     task: AbsTask,
-    wrapper: LayerDynamicsModel,
+    wrapper: LayerDynamicsEncoder,
     evaluate_subset: SubsetEvaluator,
     data_split: Any,
     kwargs: Mapping[str, Any],
@@ -211,7 +211,7 @@ def _first_selected_key(task_type: str, calls: list[tuple[Any, list[TextKey]]]) 
 
 def augment_scores(
     task: AbsTask,
-    wrapper: LayerDynamicsModel,
+    wrapper: LayerDynamicsEncoder,
     evaluate_subset: SubsetEvaluator,
     scores: dict[str, Any],
     data_split: Any,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from mteb_lrd import _compat
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.wrapper import LayerDynamicsModel
+    from mteb_lrd.integration.protocols import LayerDynamicsEncoder
 
 __all__ = ["ORIGINAL", "ResultFileError", "install", "installed", "is_layer_dynamics_model", "track"]
 
@@ -56,7 +56,7 @@ def _unreadable_result(bound: inspect.BoundArguments, err: Exception) -> ResultF
     )
 
 
-def is_layer_dynamics_model(model: object) -> TypeGuard[LayerDynamicsModel]:
+def is_layer_dynamics_model(model: object) -> TypeGuard[LayerDynamicsEncoder]:
     """Whether ``model`` is a layer-dynamics wrapper (by its marker, not by class identity)."""
     return getattr(model, "is_layer_dynamics_model", False) is True
 
@@ -92,7 +92,7 @@ def _bind(
     return bound
 
 
-def _plan(model: LayerDynamicsModel, task: Any, data_split: Any) -> None:
+def _plan(model: LayerDynamicsEncoder, task: Any, data_split: Any) -> None:
     """Tell the wrapper how many texts the subset's layer dynamics will see, before it encodes them."""
     from mteb_lrd.integration.expected_texts import expected_texts
 

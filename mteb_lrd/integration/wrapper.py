@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,28 +39,17 @@ from mteb_lrd.integration.options import (
     LayerDynamicsOptions,
     is_lrd_call,
 )
+from mteb_lrd.integration.protocols import CallKey, TextReader, read_texts
 from mteb_lrd.integration.store import TextKey, VectorStore
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader
 
-__all__ = ["LayerDynamicsModel", "LayerView", "TextReader", "read_texts", "with_layer_dynamics"]
+__all__ = ["LayerDynamicsModel", "LayerView", "with_layer_dynamics"]
 
 logger = logging.getLogger(__name__)
 
 _SHARD_BYTES = 64 * 1024 * 1024
-
-CallKey = tuple[str, str, str]
-"""``(task name, hf_split, hf_subset)`` of one ``encode`` call."""
-
-
-TextReader = Callable[[Iterable[BatchedInput]], list[str]]
-"""Reads the texts of an ``encode`` input."""
-
-
-def read_texts(inputs: Iterable[BatchedInput]) -> list[str]:
-    """The texts of an ``encode`` input, batch after batch."""
-    return [text for batch in inputs for text in batch["text"]]  # type: ignore[typeddict-item]
 
 
 def _warn(message: str, category: type[Warning] = UserWarning) -> None:

@@ -90,8 +90,6 @@ def _settings(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def _provenance(folder: ResultsFolder, tasks: Table) -> dict[str, str]:
-    from mteb_lrd import __version__
-
     column = {name: [row[i] for row in tasks.rows] for i, name in enumerate(tasks.columns)}
     revisions: dict[str, set[str]] = {}
     for variant in folder.variants:
@@ -102,7 +100,7 @@ def _provenance(folder: ResultsFolder, tasks: Table) -> dict[str, str]:
     return {
         "results folder": str(folder.root),
         "report generated": datetime.now(tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "mteb-lrd / mteb installed": f"{__version__} / {_version('mteb')}",
+        "mteb-lrd / mteb installed": f"{_version('mteb-lrd')} / {_version('mteb')}",
         "mteb version in result files": ", ".join(sorted({str(v) for v in column["mteb_version"] if v}))
         or "not recorded",
         "evaluation dates": _span(column["date"]),

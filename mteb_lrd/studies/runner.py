@@ -207,7 +207,7 @@ def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
     """
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from mteb_lrd import with_layer_dynamics
+    from mteb_lrd.integration.wrapper import with_layer_dynamics
 
     target = model.model if scored is None else scored
     if hasattr(target, "mteb_model_meta"):
