@@ -94,7 +94,7 @@ def bench_end_to_end(model_name: str, pairs: int) -> None:
     )
     from mteb_lrd.dysem.evaluation import load_pairs, sts_task
     from mteb_lrd.integration.shared_tasks import shared_sts_dir
-    from mteb_lrd.studies.panel import prepare
+    from mteb_lrd.models.panel_install import prepare
 
     sts = shared_sts_dir()
     languages = ["en", "de", "fr"]

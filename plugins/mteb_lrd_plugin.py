@@ -37,8 +37,8 @@ def load_wrapped(
     Results keep the model's one name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``, see
     :mod:`mteb_lrd.integration.naming`), so they sit next to plain and Python-API runs of the same model.
     """
-    from mteb_lrd.cli.resolve import load_for_mteb
     from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.models.loading import load_for_mteb
 
     spec = mteb_lrd_model or model_name.removeprefix(MODEL_PREFIX)
     name, model, tokenizer = load_for_mteb(spec, device=device)
@@ -78,7 +78,7 @@ def _install_get_model() -> None:
 
 def _model_names() -> list[str]:
     try:
-        from mteb_lrd.studies.panel import PANEL
+        from mteb_lrd.models.panel import PANEL
     except ImportError:  # pragma: no cover - the panel ships with the package
         PANEL = {}
     return ["default", *PANEL]

@@ -8,7 +8,7 @@ import pytest
 
 from mteb_lrd.cli import build_parser
 from mteb_lrd.cli.options import ListAction
-from mteb_lrd.cli.resolve import canonical_task_name
+from mteb_lrd.integration.task_names import canonical_task_name
 
 # command, the extra arguments it needs, the list option's spellings, the namespace field
 LIST_OPTIONS = [

@@ -138,6 +138,25 @@ def test_ray_run_equals_sequential_then_resume_skips(
     assert {p: p.stat().st_mtime_ns for p in (results / "results").rglob("*.json")} == before
 
 
+def test_ray_and_sequential_store_under_the_same_name_revision_and_cache(
+    ray_local, models, task_specs, tmp_path, capsys
+):
+    """``--name``, ``--revision`` and ``--cache-dir`` reach the Ray units: both executors write the
+    same files, and both fill the extraction cache the user named."""
+    common = ["--model", models[0], "--local-task", task_specs[0], "--batch-size", 4,
+              "--name", "org/custom-name", "--revision", "r7"]  # fmt: skip
+    written = {}
+    for executor in ("sequential", "ray"):
+        results, cache = tmp_path / executor, tmp_path / f"cache-{executor}"
+        extra = ["--executor", "ray", "--cpus-per-unit", 1] if executor == "ray" else []
+        assert _cli(["run", *common, *extra, "--results", results, "--cache-dir", cache]) == 0
+        written[executor] = _task_files(results)
+        assert any(cache.rglob("*")), f"{executor}: nothing in the --cache-dir"
+    capsys.readouterr()
+    assert list(written["ray"]) == ["results/org__custom-name/r7/tinysts_a.json"]
+    _assert_same(written["ray"], written["sequential"])
+
+
 def die_on_first_attempt(unit: Unit, config: UnitConfig):
     """A unit runner that, on its first attempt, kills its worker process half-way through writing
     ``<Task>.json`` (the marker file records the attempt), then behaves normally."""
@@ -306,7 +325,7 @@ def test_pruned_variant_unit_writes_an_experiment_of_the_base_model(models, task
 def test_a_retried_unit_resumes_from_its_saved_shards(models, task_specs, tmp_path, monkeypatch):
     """A unit killed mid-task leaves its finished extraction shards; the retry runs forward passes
     only for the missing ones, gives the uninterrupted unit's results, and then removes its cache."""
-    import mteb_lrd.cli.resolve as resolve
+    import mteb_lrd.models.loading as resolve
     from mteb_lrd.integration.distributed import unit_cache_dir
 
     load = resolve.load_for_mteb

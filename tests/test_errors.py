@@ -56,14 +56,11 @@ def no_model_loading(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the checks")
 
-    import mteb_lrd.cli.profile as profile
-    import mteb_lrd.cli.resolve as resolve
     import mteb_lrd.extraction.extractor as extractor
+    import mteb_lrd.models.loading as loading
 
-    # modules that bound the name at import are patched where they use it (imported first, so that
-    # no module is ever imported while the name is patched and keeps the refusal after the test)
-    for module in (resolve, profile):
-        monkeypatch.setattr(module, "resolve_model_path", refuse)
+    # the commands call loading.resolve_model_path through the module: one patch covers them all
+    monkeypatch.setattr(loading, "resolve_model_path", refuse)
     monkeypatch.setattr(extractor, "load_model", refuse)
 
 

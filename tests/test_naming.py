@@ -24,7 +24,7 @@ def test_local_folder_is_named_after_the_folder_on_every_route(tiny_st_dir, tmp_
     from sentence_transformers import SentenceTransformer
 
     from mteb_lrd import with_layer_dynamics
-    from mteb_lrd.cli.resolve import load_for_mteb
+    from mteb_lrd.models.loading import load_for_mteb
     from tests.mteb_helpers import sts_task
 
     st = SentenceTransformer(str(tiny_st_dir), device="cpu")
@@ -59,8 +59,8 @@ def test_the_bundled_minilm_has_one_name_on_every_route():
     from sentence_transformers import SentenceTransformer
 
     from mteb_lrd import with_layer_dynamics
-    from mteb_lrd.cli.resolve import load_for_mteb, resolve_model_path
     from mteb_lrd.defaults import default_model_path
+    from mteb_lrd.models.loading import load_for_mteb, resolve_model_path
 
     st = SentenceTransformer(str(default_model_path()), device="cpu")
     assert model_name(st) == DEFAULT_MODEL_NAME

@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         preflight(args)
         if getattr(args, "install", False):
             from mteb_lrd.cli.checks import model_specs
-            from mteb_lrd.cli.resolve import install_panel_models
+            from mteb_lrd.models.loading import install_panel_models
 
             install_panel_models(model_specs(args))
         return int(args.func(args) or 0)

@@ -28,7 +28,14 @@ def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> in
     if args.cache_dir is not None:  # a folder every node reaches, shared by the units (content-addressed)
         options = {**options, "cache_dir": str(args.cache_dir)}
     config = UnitConfig(
-        args.results, options, args.batch_size, args.device, args.overwrite, cache=not args.no_cache
+        args.results,
+        options,
+        args.batch_size,
+        args.device,
+        args.overwrite,
+        cache=not args.no_cache,
+        name=args.name,
+        revision=args.revision,
     )
     outcomes = run_units(
         units_for(models, [*args.task, *args.local_task]),

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 from mteb_lrd.cli.options import path_arg
-from mteb_lrd.studies.panel import PANEL, PanelError, default_cache_dir, is_installed, is_prepared, prepare
+from mteb_lrd.models.panel import PANEL
+from mteb_lrd.models.panel_install import PanelError, default_cache_dir, is_installed, is_prepared, prepare
 
 __all__ = ["register", "run"]
 

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from mteb_lrd.cli.options import add_install_option, path_arg, show_progress
-from mteb_lrd.cli.resolve import resolve_model_path
 from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_json
 from mteb_lrd.metrics.knn import BACKENDS
+from mteb_lrd.models import loading
 from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
 
 __all__ = ["register", "run", "read_texts"]
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``profile``: print per-layer profiles and summaries, optionally save JSON."""
     texts = read_texts(args.texts) if args.texts else demo_texts()
     extractor = LayerExtractor(
-        str(resolve_model_path(args.model)) if args.model else str(default_model_path()),
+        str(loading.resolve_model_path(args.model)) if args.model else str(default_model_path()),
         pooling=args.pooling,
         pooling_overrides="reference" if args.reproduce == "authors" else None,
         last_token="reference" if args.reproduce == "authors" else "true",

@@ -11,8 +11,9 @@ import uuid
 from pathlib import Path
 
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
-from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_model_path
 from mteb_lrd.cli.run import add_lrd_options, evaluate_model, lrd_options, print_summary
+from mteb_lrd.models import loading
+from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.pruning.rules import RULES
 
 __all__ = ["check_output", "register", "run"]
@@ -124,16 +125,20 @@ def run(args: argparse.Namespace) -> int:
     options = lrd_options(args)
     tasks = None
     if args.task or args.local_task:
-        from mteb_lrd.cli.resolve import resolve_tasks
+        from mteb_lrd.integration.task_names import resolve_tasks
 
         tasks = resolve_tasks(args.task, args.local_task)
-    out = check_output(args.output, resolve_model_path(args.model), args.overwrite) if args.output else None
+    out = (
+        check_output(args.output, loading.resolve_model_path(args.model), args.overwrite)
+        if args.output
+        else None
+    )
     if out is not None:
         staging = _staging_folder(out.parent, out.name)
     else:
         staging = _staging_folder(Path(tempfile.gettempdir()), "mteb-lrd-pruned")
     try:
-        name, model, tokenizer = load_for_mteb(
+        name, model, tokenizer = loading.load_for_mteb(
             args.model, device=args.device, name=args.name, revision=args.revision
         )
         texts = None

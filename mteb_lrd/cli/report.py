@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd report``; returns the exit code."""
-    from mteb_lrd.cli.resolve import canonical_task_name
+    from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.report import write_report
 
     if args.results_folder and args.results and args.results_folder != args.results:

@@ -13,12 +13,14 @@ from tqdm.auto import tqdm
 
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
-from mteb_lrd.cli.resolve import DEFAULT_MODEL, load_for_mteb, resolve_tasks
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
+from mteb_lrd.integration.task_names import resolve_tasks
 from mteb_lrd.io import folder_bytes
+from mteb_lrd.models import loading
+from mteb_lrd.models.loading import DEFAULT_MODEL
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
 
@@ -149,7 +151,9 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     from mteb_lrd.integration.atomic_cache import AtomicResultCache
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
-    name, model, tokenizer = load_for_mteb(spec, device=args.device, name=args.name, revision=args.revision)
+    name, model, tokenizer = loading.load_for_mteb(
+        spec, device=args.device, name=args.name, revision=args.revision
+    )
     cache_dir, temporary = extraction_cache(spec, args)
     wrapped = with_layer_dynamics(
         model,

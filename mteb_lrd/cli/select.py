@@ -121,16 +121,16 @@ def study_caps(args: argparse.Namespace) -> Caps:
 
 def study_models(specs: list[str]) -> list[str]:
     """Panel names as they are (the studies know their family and size); ``default``, known Hub ids and
-    folders as the folders :func:`mteb_lrd.cli.resolve.resolve_model_path` gives (the names of ``run``)."""
-    from mteb_lrd.cli.resolve import resolve_model_path
-    from mteb_lrd.studies.panel import PANEL
+    folders as the folders :func:`mteb_lrd.models.loading.resolve_model_path` gives (the names of ``run``)."""
+    from mteb_lrd.models.loading import resolve_model_path
+    from mteb_lrd.models.panel import PANEL
 
     return [spec if spec in PANEL else str(resolve_model_path(spec)) for spec in specs]
 
 
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
-    from mteb_lrd.cli.resolve import canonical_task_name
+    from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.studies.tasks import study_tasks
 
     return study_tasks(
@@ -145,7 +145,7 @@ def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``select`` subcommand."""
-    from mteb_lrd.studies.panel import PANEL
+    from mteb_lrd.models.panel import PANEL
 
     parser = subparsers.add_parser(
         "select",

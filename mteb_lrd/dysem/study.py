@@ -104,7 +104,8 @@ def model_path(name: str) -> Path:
     path = Path(name)
     if path.exists():
         return path
-    from mteb_lrd.studies.panel import PANEL, prepare
+    from mteb_lrd.models.panel import PANEL
+    from mteb_lrd.models.panel_install import prepare
 
     if name in PANEL:
         return prepare(name)

@@ -87,6 +87,8 @@ class UnitConfig:
             reaches, kept; else :func:`unit_cache_dir`, removed once the unit is done); ``False``:
             none (a big task's unit saves that disk; a retried unit starts over).
         command: the command line recorded with every result (the driver's, not a worker's).
+        name / revision: the name and revision results are stored under (``--name``,
+            ``--revision``), as a sequential run stores them.
     """
 
     results: str
@@ -96,6 +98,8 @@ class UnitConfig:
     overwrite: bool = False
     cache: bool = True
     command: str = field(default_factory=process_command)
+    name: str | None = None
+    revision: str | None = None
 
     @property
     def wanted_keys(self) -> tuple[str, ...]:
@@ -160,7 +164,7 @@ def unit_cache_dir(unit: Unit, config: UnitConfig) -> Path:
 
 
 def _tasks(spec: str) -> list[Any]:
-    from mteb_lrd.cli.resolve import resolve_tasks
+    from mteb_lrd.integration.task_names import resolve_tasks
 
     folder, sep, kind = spec.rpartition("=")
     return resolve_tasks([], [spec]) if sep and folder else resolve_tasks([spec], [])
@@ -174,14 +178,15 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     """
     import mteb
 
-    from mteb_lrd.cli.resolve import load_for_mteb
     from mteb_lrd.integration.atomic_cache import AtomicResultCache
     from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.models.loading import load_for_mteb
 
     start = time.perf_counter()
     record_command(config.command)
     tasks = _tasks(unit.task)
-    name, model, tokenizer = load_for_mteb(unit.model, device=config.device)
+    name, model, tokenizer = load_for_mteb(unit.model, device=config.device, name=config.name,
+                                           revision=config.revision)  # fmt: skip
     if unit.blocks:
         from mteb_lrd.pruning.pruned import prune
 
@@ -192,7 +197,9 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     temporary = config.cache and options.get("cache_dir") is None  # a cache_dir the user gave is kept
     if temporary:
         options["cache_dir"] = str(unit_cache_dir(unit, config))
-    wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, **options)
+    wrapped: Any = with_layer_dynamics(
+        model, tokenizer=tokenizer, device=config.device, name=name, revision=config.revision, **options
+    )
     cache = AtomicResultCache(config.results)
     result = mteb.evaluate(
         wrapped,

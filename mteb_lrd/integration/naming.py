@@ -38,7 +38,9 @@ __all__ = [
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 UNNAMED = "local/unnamed-model"
-PANEL_MARKER = ".mteb-lrd-panel.json"  # mteb_lrd.studies.panel.MARKER, not imported: the panel pulls pip
+PANEL_MARKER = (
+    ".mteb-lrd-panel.json"  # mteb_lrd.models.panel_install.MARKER, not imported: the installer pulls pip
+)
 
 KNOWN_NAMES: dict[str, str] = {
     "default": DEFAULT_MODEL_NAME,

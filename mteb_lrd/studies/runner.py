@@ -1,6 +1,6 @@
 """What both studies share: loading models, a task's texts, one MTEB score, resumable JSON records.
 
-A study model is a panel name (:mod:`mteb_lrd.studies.panel`) or a local folder: a SentenceTransformer
+A study model is a panel name (:mod:`mteb_lrd.models.panel`) or a local folder: a SentenceTransformer
 folder, or a transformers decoder / encoder folder (loaded as the base model: hidden states need
 no task head). Scores come from ``mteb.evaluate`` through the layer-dynamics wrapper
 (:func:`mteb_lrd.with_layer_dynamics`), which is also the encoder for plain decoders.
@@ -23,9 +23,10 @@ from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import atomic_write_json, read_json
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
+from mteb_lrd.models.panel import PANEL
+from mteb_lrd.models.panel_install import prepare
 from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
-from mteb_lrd.studies.panel import PANEL, prepare
 
 __all__ = [
     "LRD_PROMPTS",
@@ -64,7 +65,7 @@ class StudyModel:
         name: panel name or folder name.
         model: a SentenceTransformer or a transformers base model.
         tokenizer: the tokenizer of a plain transformers model (``None`` for SentenceTransformers).
-        family / params / dim / layers / kind: as in :class:`mteb_lrd.studies.panel.PanelModel`.
+        family / params / dim / layers / kind: as in :class:`mteb_lrd.models.panel.PanelModel`.
         max_length: token truncation applied everywhere (SentenceTransformers: their
             ``max_seq_length`` is lowered to it).
         template: the resolved text template (:mod:`mteb_lrd.extraction.templates`) every text of

@@ -31,7 +31,7 @@ from mteb_lrd.integration.local_tasks import local_task
 from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir
 from mteb_lrd.io import atomic_write_text, read_jsonl
 from mteb_lrd.metrics.states import subsample
-from mteb_lrd.studies.panel import distribution_file, ensure_distribution
+from mteb_lrd.models.panel_install import distribution_file, ensure_distribution
 
 __all__ = [
     "CLASSIFICATION_TASKS",

@@ -6,15 +6,8 @@ import json
 
 import pytest
 
-from mteb_lrd.studies.panel import (
-    MARKER,
-    PANEL,
-    PanelError,
-    distribution_file,
-    get_panel_model,
-    is_prepared,
-    prepare,
-)
+from mteb_lrd.models.panel import PANEL, get_panel_model
+from mteb_lrd.models.panel_install import MARKER, PanelError, distribution_file, is_prepared, prepare
 
 
 def test_registry_matches_the_issue():
@@ -75,7 +68,7 @@ def test_distribution_file_errors():
 def test_gguf_conversion_names_the_missing_package(tmp_path, monkeypatch, module):
     import importlib.util
 
-    from mteb_lrd.studies import panel
+    from mteb_lrd.models import panel_install as panel
 
     real_find_spec = importlib.util.find_spec
 
@@ -130,7 +123,7 @@ def test_commands_never_install_by_default(tmp_path, monkeypatch, capsys):
 
 def test_install_flag_and_panel_prepare_are_the_ways_to_install(tmp_path, monkeypatch):
     from mteb_lrd.cli import main
-    from mteb_lrd.studies import panel
+    from mteb_lrd.models import panel_install as panel
 
     asked = []
 
@@ -152,7 +145,8 @@ def test_install_flag_and_panel_prepare_are_the_ways_to_install(tmp_path, monkey
 
 def test_panel_list_reports_what_is_ready(tmp_path, monkeypatch, capsys):
     from mteb_lrd.cli import main
-    from mteb_lrd.studies.panel import IN_PLACE, is_installed
+    from mteb_lrd.models.panel import IN_PLACE
+    from mteb_lrd.models.panel_install import is_installed
 
     _missing_packages(monkeypatch, "gemma3-270m")
     assert is_installed(IN_PLACE) and is_prepared(IN_PLACE, tmp_path)  # the default model, used in place

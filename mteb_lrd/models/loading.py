@@ -1,18 +1,13 @@
-"""Turning CLI model and task arguments into models and mteb tasks (shared by run / prune)."""
+"""How a model is loaded: a name or path to a folder (the default model, panel names, known Hub ids,
+folders), and that folder to a model for MTEB (a SentenceTransformer, or a transformers model with
+its decoder head and tokenizer). Shared by every command and by the Ray units."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "canonical_task_name",
-    "install_panel_models",
-    "load_for_mteb",
-    "resolve_model_path",
-    "resolve_tasks",
-]
+__all__ = ["DEFAULT_MODEL", "install_panel_models", "load_for_mteb", "resolve_model_path"]
 
 DEFAULT_MODEL = "default"
 
@@ -22,7 +17,7 @@ def _known_folder(short: str) -> Path:
         from mteb_lrd.defaults import default_model_path
 
         return default_model_path()
-    from mteb_lrd.studies.panel import prepare
+    from mteb_lrd.models.panel_install import prepare
 
     return Path(prepare(short))
 
@@ -36,7 +31,7 @@ def resolve_model_path(spec: str) -> Path | str:
         ValueError: when ``spec`` is none of those.
     """
     from mteb_lrd.integration.naming import KNOWN_NAMES
-    from mteb_lrd.studies.panel import PANEL
+    from mteb_lrd.models.panel import PANEL
 
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -58,7 +53,8 @@ def install_panel_models(specs: list[str]) -> None:
     """Install and prepare the panel models among ``specs`` (``--install``); other names are left
     alone. Without ``--install`` a panel model whose package is missing is an error naming
     ``mteb-lrd panel prepare``: no command installs packages as a side effect."""
-    from mteb_lrd.studies.panel import PANEL, prepare
+    from mteb_lrd.models.panel import PANEL
+    from mteb_lrd.models.panel_install import prepare
 
     for spec in specs:
         if spec in PANEL:
@@ -124,55 +120,3 @@ def load_for_mteb(
     )
     hf = (AutoModelForCausalLM if decoder else AutoModel).from_pretrained(str(target), revision=revision)
     return model_name(hf, name), hf, AutoTokenizer.from_pretrained(str(target), revision=revision)
-
-
-def canonical_task_name(name: str) -> str:
-    """The one name of a task across commands: the shared STS sets answer to their short names too
-    (``STS12`` → ``LocalSTS12``, ``STSBenchmark`` → ``LocalSTSBenchmark``); ``demo`` is the bundled
-    sample; anything else is returned unchanged."""
-    from mteb_lrd.integration.shared_tasks import SHARED_STS
-
-    if name in ("demo", "LocalSTSBenchmarkDemo"):
-        return "LocalSTSBenchmarkDemo"
-    by_short = {entry.short: key for key, entry in SHARED_STS.items()}
-    return by_short.get(name, name)
-
-
-def resolve_tasks(names: list[str], local: list[str]) -> list[Any]:
-    """Task instances for ``--task`` names and ``--local-task FOLDER=TYPE`` folders.
-
-    Names: ``demo`` (the bundled 300-pair STS sample), the shared STS tasks (``LocalSTS12`` or
-    ``STS12``, ``LocalSTSBenchmark`` or ``STSBenchmark``, ...: the shared data when present, else the
-    MTEB task), or any other MTEB task name (its data then come from the Hub).
-
-    Raises:
-        ValueError: for a malformed ``--local-task`` or an unknown name.
-    """
-    import mteb
-
-    from mteb_lrd.integration.local_tasks import local_task
-    from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
-
-    shared = sts_tasks()
-    register_tasks([*shared.values(), demo_task()])
-    tasks = []
-    for given in names:
-        name = canonical_task_name(given)
-        if name == "LocalSTSBenchmarkDemo":
-            tasks.append(demo_task()())
-        elif name in shared:
-            tasks.append(shared[name]())
-        else:
-            name = given  # a short STS name without the shared data: the MTEB task (from the Hub)
-            try:
-                tasks.append(mteb.get_task(name))
-            except KeyError as err:
-                raise ValueError(f"unknown task {name!r}: {err.args[0] if err.args else ''}") from err
-    for item in local:
-        folder, sep, task_type = item.rpartition("=")
-        if not sep or not folder:
-            raise ValueError(f"--local-task takes FOLDER=TYPE (e.g. data/mytask=STS); got {item!r}")
-        tasks.append(local_task(str(Path(folder).expanduser()), task_type)())
-    if not tasks:
-        raise ValueError("no tasks: pass --task NAME and/or --local-task FOLDER=TYPE")
-    return tasks
