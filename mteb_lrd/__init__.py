@@ -25,9 +25,9 @@ _EXPORTS: dict[str, str] = {
     "LayerExtractor": "mteb_lrd.extraction.extractor",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
-    "prune": "mteb_lrd.pruning.pruned",
+    "prune": "mteb_lrd.integration.pruned_models",
     "skip_blocks": "mteb_lrd.pruning.surgery",
-    "pruning_record": "mteb_lrd.integration.experiments",
+    "pruning_record": "mteb_lrd.pruning.record",
     "choose_blocks": "mteb_lrd.pruning.choose",
     "local_task": "mteb_lrd.integration.local_tasks",
     "sts_tasks": "mteb_lrd.integration.shared_tasks",
@@ -54,8 +54,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
-    from mteb_lrd.integration.experiments import pruning_record  # noqa: F401
     from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
+    from mteb_lrd.integration.pruned_models import prune  # noqa: F401
     from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
@@ -63,6 +63,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
-    from mteb_lrd.pruning.pruned import prune  # noqa: F401
+    from mteb_lrd.pruning.record import pruning_record  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401

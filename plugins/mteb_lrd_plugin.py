@@ -35,7 +35,7 @@ def load_wrapped(
     """mteb loader: ``mteb-lrd/<name>`` → that model wrapped with layer dynamics.
 
     Results keep the model's one name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``, see
-    :mod:`mteb_lrd.integration.naming`), so they sit next to plain and Python-API runs of the same model.
+    :mod:`mteb_lrd.models.naming`), so they sit next to plain and Python-API runs of the same model.
     """
     from mteb_lrd.integration.wrapper import with_layer_dynamics
     from mteb_lrd.models.loading import load_for_mteb
@@ -101,9 +101,9 @@ def register() -> list[str]:
     from mteb.models import ModelMeta
 
     from mteb_lrd.integration import experiments
-    from mteb_lrd.integration.naming import KNOWN_NAMES
     from mteb_lrd.integration.seams import install
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
+    from mteb_lrd.models.naming import KNOWN_NAMES
 
     install()
     _install_get_model()

@@ -1,4 +1,4 @@
-"""One name per model: every route names the same model the same way (integration/naming.py)."""
+"""One name per model: every route names the same model the same way (models/naming.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mteb_lrd.integration.naming import DEFAULT_MODEL_NAME, check_name, folder_name, model_name
+from mteb_lrd.models.naming import DEFAULT_MODEL_NAME, check_name, folder_name, model_name
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
 

@@ -10,9 +10,10 @@ base model's name and revision, the pruning as ``experiment_kwargs`` (results go
 ``<base>/<revision>/experiments/<removed blocks ...>/``, next to the base and never over it) and its
 real parameter count (``model_meta.json`` of the experiment). Models without a record are untouched.
 
-The hook is installed by :func:`mteb_lrd.prune`, :func:`mteb_lrd.with_layer_dynamics`, the
-``mteb-lrd`` commands and the mteb plugin (``plugins/``); in a program that only loads a saved pruned
-folder, call :func:`install` (or ``import mteb_lrd.pruning.pruned``) before ``mteb.evaluate``.
+The hook is installed when :func:`mteb_lrd.prune` builds a pruned model and by the mteb plugin
+(``plugins/``); :func:`mteb_lrd.with_layer_dynamics` and the ``mteb-lrd`` commands name pruned models
+through :func:`pruned_meta` directly. In a program that only loads a saved pruned folder and calls
+plain ``mteb.evaluate``, call :func:`install` first.
 """
 
 from __future__ import annotations
@@ -23,40 +24,14 @@ from typing import Any
 
 from mteb.models import ModelMeta
 
-from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, unwrap_transformers_model
+from mteb_lrd.pruning.record import pruning_record
 
-__all__ = [
-    "EXPERIMENT_KEYS",
-    "PRUNING_CONFIG_KEY",
-    "experiment_kwargs",
-    "install",
-    "installed",
-    "pruned_meta",
-    "pruning_record",
-]
-
-PRUNING_CONFIG_KEY = "mteb_lrd_pruning"
-"""Attribute of the transformers config that holds the pruning record (saved in ``config.json``)."""
+__all__ = ["EXPERIMENT_KEYS", "experiment_kwargs", "install", "installed", "pruned_meta"]
 
 EXPERIMENT_KEYS: tuple[str, ...] = ("removed_blocks", "num_blocks", "rule", "budget")
 """Record fields that name the experiment (the base model's name and revision name the folder above)."""
 
 _ORIGINAL = "__mteb_lrd_original__"
-
-
-def pruning_record(model: object) -> dict[str, Any] | None:
-    """The pruning record of a model (SentenceTransformer, transformers model or mteb wrapper), or ``None``."""
-    for candidate in (model, getattr(model, "model", None)):
-        if candidate is None:
-            continue
-        try:
-            config = getattr(unwrap_transformers_model(candidate), "config", None)
-        except UnsupportedArchitectureError:
-            continue
-        record = getattr(config, PRUNING_CONFIG_KEY, None)
-        if isinstance(record, Mapping) and record.get("removed_blocks"):
-            return dict(record)
-    return None
 
 
 def experiment_kwargs(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.layer_choice import resolve_layers
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.memory_plan import MemoryPlan
-from mteb_lrd.integration.naming import model_meta
+from mteb_lrd.integration.model_meta import model_meta
 from mteb_lrd.integration.options import (
     DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,

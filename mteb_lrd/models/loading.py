@@ -30,7 +30,7 @@ def resolve_model_path(spec: str) -> Path | str:
     Raises:
         ValueError: when ``spec`` is none of those.
     """
-    from mteb_lrd.integration.naming import KNOWN_NAMES
+    from mteb_lrd.models.naming import KNOWN_NAMES
     from mteb_lrd.models.panel import PANEL
 
     path = Path(spec).expanduser()
@@ -93,12 +93,12 @@ def load_for_mteb(
     A SentenceTransformer folder (or Hub repo) loads as a SentenceTransformer, anything else as a
     transformers model (decoders with their causal-LM head) plus its tokenizer. A pruned model's folder
     carries its pruning record in ``config.json``, so its results go to an mteb experiment of its base.
-    The name is :func:`mteb_lrd.integration.naming.model_name` of the loaded model (``name`` wins).
+    The name is :func:`mteb_lrd.models.naming.model_name` of the loaded model (``name`` wins).
 
     Raises:
         ValueError: for an unknown model, or an explicit name that is not ``organization/model``.
     """
-    from mteb_lrd.integration.naming import check_name, model_name
+    from mteb_lrd.models.naming import check_name, model_name
 
     if name is not None:
         check_name(name)

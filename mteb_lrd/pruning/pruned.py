@@ -7,7 +7,8 @@ SentenceTransformer, a transformers model for a transformers model): ``encode``,
 - on the transformers config (``config.mteb_lrd_pruning``: base model, base revision, removed blocks in
   the base model's numbering, number of blocks, rule, budget), which travels with every save and
   reload and makes mteb store the model's results as an experiment of its base
-  (:mod:`mteb_lrd.integration.experiments`);
+  (``mteb_lrd.prune`` installs mteb's metadata hook for that, see
+  :mod:`mteb_lrd.integration.experiments`);
 - on a SentenceTransformer's model card (``model_card_data``): base model, a title naming the removed
   blocks, rule and budget, the tags ``pruned`` and ``mteb-lrd``, and a first sentence that says
   "pruned from <base>" instead of sentence-transformers' "finetuned from"; ``save`` writes this
@@ -27,20 +28,17 @@ from typing import Any
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
-from mteb_lrd.integration import experiments
-from mteb_lrd.integration.experiments import PRUNING_CONFIG_KEY, pruning_record
-from mteb_lrd.integration.naming import model_name, model_revision
 from mteb_lrd.io import atomic_write_text
+from mteb_lrd.models.naming import model_name, model_revision
+from mteb_lrd.pruning.record import PRUNING_CONFIG_KEY, pruning_record
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
-__all__ = ["PRUNED_TAGS", "describe", "prune", "pruning_record"]
+__all__ = ["PRUNED_TAGS", "describe", "prune"]
 
 logger = logging.getLogger(__name__)
 
 PRUNED_TAGS: tuple[str, ...] = ("pruned", "mteb-lrd")
 """Tags added to a pruned SentenceTransformer's model card."""
-
-experiments.install()  # a pruned model evaluated by plain mteb.evaluate is an experiment of its base
 
 
 def describe(record: dict[str, Any]) -> str:
@@ -135,7 +133,7 @@ def prune(
             (:func:`mteb_lrd.defaults.demo_texts`, a warning says so).
         tokenizer: for a plain transformers decoder when a rule chooses the blocks.
         name / revision: the base model's name and revision for mteb results; default the model's
-            own (:func:`mteb_lrd.integration.naming.model_name`).
+            own (:func:`mteb_lrd.models.naming.model_name`).
         mapping: hidden-state id → block mapping for ``rule`` (``reference`` or ``producer``).
 
     Returns:

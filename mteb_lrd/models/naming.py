@@ -21,9 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mteb.models import ModelMeta
-
-from mteb_lrd.integration.experiments import pruned_meta, pruning_record
+from mteb_lrd.pruning.record import pruning_record
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -31,7 +29,7 @@ __all__ = [
     "UNNAMED",
     "check_name",
     "folder_name",
-    "model_meta",
+    "is_usable_name",
     "model_name",
     "model_revision",
 ]
@@ -51,7 +49,7 @@ KNOWN_NAMES: dict[str, str] = {
 Hub id, GGUF-dequantised decoders) are not the Hub's weights and keep ``local/<panel name>``."""
 
 
-def _usable(name: object) -> bool:
+def is_usable_name(name: object) -> bool:
     return isinstance(name, str) and "/" in name.strip("/") and not any(c.isspace() for c in name)
 
 
@@ -61,7 +59,7 @@ def check_name(name: str) -> str:
     Raises:
         ValueError: naming what is allowed.
     """
-    if not _usable(name):
+    if not is_usable_name(name):
         raise ValueError(
             f"model name {name!r} is not of the form organization/model (no spaces), as mteb requires; "
             "e.g. --name my-org/my-model"
@@ -128,18 +126,18 @@ def model_name(model: object, name: str | None = None) -> str:
     if name is not None:
         return check_name(name)
     record = pruning_record(model)
-    if record and _usable(record.get("base_model")):
+    if record and is_usable_name(record.get("base_model")):
         return str(record["base_model"])
     st = _sentence_transformer(model)
     card = getattr(st, "model_card_data", None)
     for candidate in (getattr(card, "model_name", None), getattr(card, "base_model", None)):
-        if _usable(candidate):
+        if is_usable_name(candidate):
             return str(candidate)
     path = getattr(_config(model), "name_or_path", None)
     if isinstance(path, str) and path:
         if Path(path).expanduser().is_dir():
             return folder_name(path)
-        if _usable(path):
+        if is_usable_name(path):
             return path
     return UNNAMED
 
@@ -154,32 +152,3 @@ def model_revision(model: object, revision: str | None = None) -> str | None:
     card = getattr(_sentence_transformer(model), "model_card_data", None)
     found = getattr(card, "base_model_revision", None) or getattr(_config(model), "_commit_hash", None)
     return str(found) if found else None
-
-
-def model_meta(
-    encoder: Any, backbone: Any, name: str | None = None, revision: str | None = None
-) -> ModelMeta:
-    """The mteb metadata of a wrapped model.
-
-    Args:
-        encoder: the mteb encoder around the model (``None`` for a plain transformers model).
-        backbone: the transformers model (its config names it and may carry a pruning record).
-        name / revision: explicit values, which win.
-
-    Returns:
-        The encoder's own meta (or an empty one), named by :func:`model_name` / :func:`model_revision`
-        and, for a pruned model, carrying its experiment settings and real parameter count.
-
-    Raises:
-        ValueError: for an explicit name that is not ``organization/model``.
-    """
-    model = encoder if encoder is not None else backbone
-    meta = encoder.mteb_model_meta if encoder is not None else ModelMeta.create_empty()
-    meta = pruned_meta(meta, getattr(encoder, "model", None) or backbone)
-    own = meta.name if _usable(meta.name) and meta.name != "no_model_name/available" else None
-    own_revision = meta.revision if meta.revision != "no_revision_available" else None
-    updates: dict[str, Any] = {
-        "name": check_name(name) if name is not None else own or model_name(model),
-        "revision": revision or own_revision or model_revision(model) or "no_revision_available",
-    }
-    return meta.model_copy(update=updates)

@@ -1,0 +1,19 @@
+"""``mteb_lrd.prune``: :func:`mteb_lrd.pruning.pruned.prune`, with mteb's metadata hook installed
+when a pruned model is built, so that plain ``mteb.evaluate`` stores its results as an experiment
+of the base model (:mod:`mteb_lrd.integration.experiments`). The pruning itself knows nothing of mteb."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from mteb_lrd.integration import experiments
+from mteb_lrd.pruning import pruned
+
+__all__ = ["prune"]
+
+
+@functools.wraps(pruned.prune)
+def prune(*args: Any, **kwargs: Any) -> Any:  # noqa: D103 - the docstring is the pruning's own
+    experiments.install()
+    return pruned.prune(*args, **kwargs)
