@@ -201,7 +201,7 @@ def paired_comparisons(
     Returns:
         ``{task: {other: PairedDifference.to_dict()}}`` (x 1, not x 100), for the models that ran.
     """
-    from mteb_lrd.studies.statistics import paired_spearman_difference
+    from mteb_lrd.metrics.statistics import paired_spearman_difference
 
     out: dict[str, dict[str, dict[str, float | int]]] = {}
     for task_label, (task_cls, gold) in tasks.items():

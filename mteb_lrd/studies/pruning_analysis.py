@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.studies.statistics import bootstrap_ci, wilcoxon_paired
+from mteb_lrd.metrics.statistics import bootstrap_ci, wilcoxon_paired
 
 __all__ = ["analyse_pruning", "random_seed_spread"]
 

@@ -12,7 +12,7 @@ RankMe and α-ReQ, the final-layer baselines, are in :mod:`mteb_lrd.metrics.spec
 Beyond the paper: partial Spearman correlations controlling for log(parameters), log(embedding
 dimension), dimension and family, and leave-one-family-out correlations. ``reproduce="authors"``
 computes the partial correlations as the authors' code does (Pearson on residuals of the raw values,
-:func:`~mteb_lrd.studies.statistics.partial_pearson`; they control for log(dim)) and recomputes the
+:func:`~mteb_lrd.metrics.statistics.partial_pearson`; they control for log(dim)) and recomputes the
 Frenet summaries with their definitions from the recorded profiles. With a panel this small most controlled statistics
 are undefined or weak; :func:`panel_caveats` says so in words.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
-from mteb_lrd.studies.statistics import Correlation, partial_pearson, partial_spearman, spearman
+from mteb_lrd.metrics.statistics import Correlation, partial_pearson, partial_spearman, spearman
 
 __all__ = [
     "CONTROLS",
@@ -142,8 +142,8 @@ def partial_per_task(
 ) -> dict[str, dict[str, Correlation]]:
     """Partial correlation per task and score, controlling for one of :data:`CONTROLS`.
 
-    ``method``: ``"spearman"`` (ours, :func:`~mteb_lrd.studies.statistics.partial_spearman`) or
-    ``"pearson"`` (the authors', :func:`~mteb_lrd.studies.statistics.partial_pearson`). NaN where
+    ``method``: ``"spearman"`` (ours, :func:`~mteb_lrd.metrics.statistics.partial_spearman`) or
+    ``"pearson"`` (the authors', :func:`~mteb_lrd.metrics.statistics.partial_pearson`). NaN where
     the panel leaves no degree of freedom (e.g. five families among six models).
     """
     if control not in CONTROLS:

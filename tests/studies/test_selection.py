@@ -14,7 +14,7 @@ from mteb_lrd.studies.selection_analysis import (
     partial_per_task,
     summarise_tasks,
 )
-from mteb_lrd.studies.statistics import Correlation
+from mteb_lrd.metrics.statistics import Correlation
 
 MODELS = {
     "a": {"params": 1e6, "dim": 64, "family": "F1"},

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from mteb_lrd.studies.statistics import (
+from mteb_lrd.metrics.statistics import (
     bootstrap_ci,
     paired_spearman_difference,
     partial_spearman,
