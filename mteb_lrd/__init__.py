@@ -33,6 +33,9 @@ _EXPORTS: dict[str, str] = {
     "sts_tasks": "mteb_lrd.integration.shared_tasks",
     "demo_task": "mteb_lrd.integration.shared_tasks",
     "write_report": "mteb_lrd.report",
+    "register_with_mteb": "mteb_lrd.integration.mteb_registration",
+    "load_wrapped": "mteb_lrd.integration.mteb_registration",
+    "MODEL_PREFIX": "mteb_lrd.integration.mteb_registration",
     "results_table": "mteb_lrd.report",
 }
 
@@ -55,6 +58,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
+    from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
     from mteb_lrd.integration.pruned_models import prune  # noqa: F401
     from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.metrics.summaries import to_jsonable
+from mteb_lrd.jsonable import to_jsonable
 
 __all__ = [
     "folder_bytes",

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates
+from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.metrics.frenet import frenet_by_layer
 from mteb_lrd.metrics.gfmi import gfmi_by_layer
-from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
+from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.nrs import nrs_by_layer
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams, rows_union

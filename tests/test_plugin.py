@@ -91,3 +91,17 @@ def test_stock_mteb_run_on_a_folder_and_a_pruned_folder(tiny_st_dir, tmp_path):
         assert other["main_score"] == row["main_score"]
         assert other["per_layer"]["scores"] == row["per_layer"]["scores"]
         assert other["layer_dynamics"]["summary"] == row["layer_dynamics"]["summary"]
+
+
+def test_the_plugin_uses_only_the_public_api():
+    """The plugin (one module, not a package: outside import-linter's reach) imports the package
+    root and nothing below it, at module level and inside functions."""
+    import ast
+
+    tree = ast.parse((PLUGINS / "mteb_lrd_plugin.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    ours = {name for name in imported if name and name.split(".")[0] == "mteb_lrd"}
+    assert ours == {"mteb_lrd"}, ours

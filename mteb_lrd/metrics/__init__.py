@@ -5,7 +5,7 @@ from __future__ import annotations
 from mteb_lrd.metrics.frenet import FrenetResult, frenet, grassmann_distance, menger_curvature
 from mteb_lrd.metrics.gfmi import GFMIResult, gfmi, mutual_information
 from mteb_lrd.metrics.knn import knn
-from mteb_lrd.metrics.lrd import LRDResult, lrd, to_jsonable
+from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.nrs import NRSResult, jaccard_retention, nrs
 from mteb_lrd.metrics.states import prepare_states, subsample
 
@@ -25,5 +25,4 @@ __all__ = [
     "nrs",
     "prepare_states",
     "subsample",
-    "to_jsonable",
 ]

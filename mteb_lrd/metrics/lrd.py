@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
 from mteb_lrd.metrics.states import prepare_states
-from mteb_lrd.metrics.summaries import to_jsonable
 
 __all__ = ["LRDResult", "lrd", "to_jsonable"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 from mteb_lrd.metrics.statistics import Correlation, partial_pearson, partial_spearman, spearman
+from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 
 __all__ = [
     "CONTROLS",

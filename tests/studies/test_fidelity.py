@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mteb_lrd.metrics.statistics import partial_pearson
 from mteb_lrd.studies.runner import task_texts
 from mteb_lrd.studies.selection_analysis import analyse_selection, partial_per_task
-from mteb_lrd.metrics.statistics import partial_pearson
 from tests.metrics.reference import ref_residualize_authors
 
 PAIRS = [

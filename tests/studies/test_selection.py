@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
+from mteb_lrd.metrics.statistics import Correlation
 from mteb_lrd.studies.selection_analysis import (
     correlate_per_task,
     leave_one_family_out,
@@ -14,7 +15,6 @@ from mteb_lrd.studies.selection_analysis import (
     partial_per_task,
     summarise_tasks,
 )
-from mteb_lrd.metrics.statistics import Correlation
 
 MODELS = {
     "a": {"params": 1e6, "dim": 64, "family": "F1"},
