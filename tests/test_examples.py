@@ -25,7 +25,12 @@ import pytest
 from tests.tiny_models import TEXTS, build_tiny_model, build_tiny_sentence_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
-READMES = (ROOT / "README.md", ROOT / "plugins" / "README.md")
+READMES = (
+    ROOT / "README.md",
+    ROOT / "plugins" / "README.md",
+    ROOT / "docs" / "python-api.md",
+    ROOT / "docs" / "cli.md",
+)
 
 PANEL_ONLY = ("all-mpnet-base-v2", "smollm2-135m", "gemma-3-270m", "qwen2.5-coder-0.5b", "sre-minilm-l6")
 SKIPPED: dict[str, str] = {
