@@ -11,7 +11,7 @@ from mteb_lrd.cli.select import (
     add_lrd_study_arguments,
     add_study_task_arguments,
     build_study_tasks,
-    study_caps,
+    cell_options,
     study_models,
 )
 
@@ -65,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune-study``; returns the exit code."""
     from mteb_lrd.report.studies import write_prune_report
+    from mteb_lrd.studies.options import PruneStudyOptions
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
     from mteb_lrd.studies.runner import load_records, write_record
@@ -76,17 +77,8 @@ def run(args: argparse.Namespace) -> int:
                 study_models(args.models),
                 build_study_tasks(args),
                 out,
-                budgets=args.budgets,
-                protect=args.protect,
-                mapping=args.mapping,
-                caps=study_caps(args),
-                seed=args.seed,
-                batch_size=args.batch_size,
-                max_length=args.max_length,
-                reproduce=args.reproduce,
-                text_order=args.text_order,
-                prompt_policy=args.lrd_prompt,
-                decoder_template=args.decoder_template,
+                cell_options(args),
+                PruneStudyOptions(budgets=tuple(args.budgets), protect=args.protect, mapping=args.mapping),
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

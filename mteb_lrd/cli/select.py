@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mteb_lrd.parameters import Caps
+    from mteb_lrd.studies.options import CellOptions
 
 __all__ = [
     "add_lrd_study_arguments",
     "add_study_task_arguments",
     "build_study_tasks",
+    "cell_options",
     "register",
     "run",
     "study_caps",
@@ -111,6 +113,15 @@ def add_lrd_study_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cell_options(args: argparse.Namespace) -> CellOptions:
+    """The study options of ``select`` / ``prune-study`` from their shared arguments."""
+    from mteb_lrd.studies.options import CellOptions
+
+    return CellOptions(caps=study_caps(args), seed=args.seed, batch_size=args.batch_size,
+                       max_length=args.max_length, reproduce=args.reproduce, text_order=args.text_order,
+                       prompt_policy=args.lrd_prompt, decoder_template=args.decoder_template)  # fmt: skip
+
+
 def study_caps(args: argparse.Namespace) -> Caps:
     """The :class:`~mteb_lrd.parameters.Caps` named by :func:`add_lrd_study_arguments` options."""
     from mteb_lrd.parameters import Caps
@@ -178,19 +189,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         if not args.report_only:
-            run_selection_study(
-                study_models(args.models),
-                build_study_tasks(args),
-                out,
-                caps=study_caps(args),
-                seed=args.seed,
-                batch_size=args.batch_size,
-                max_length=args.max_length,
-                reproduce=args.reproduce,
-                text_order=args.text_order,
-                prompt_policy=args.lrd_prompt,
-                decoder_template=args.decoder_template,
-            )
+            run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args))
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.parameters import DEFAULT_CAPS, Caps
-from mteb_lrd.pruning.choose import BUDGETS, RANDOM_SEEDS, method_choices
+from mteb_lrd.pruning.choose import method_choices
 from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, rule_scores
+from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
 from mteb_lrd.studies.runner import (
     StudyModel,
     lrd_prompt,
@@ -36,9 +36,7 @@ from mteb_lrd.studies.runner import (
 )
 
 __all__ = [
-    "BUDGETS",
     "METHODS",
-    "RANDOM_SEEDS",
     "measure_cell",
     "measure_speedup",
     "run_prune_study",
@@ -101,74 +99,35 @@ def measure_cell(
     model: StudyModel,
     task: Any,
     partial_path: Path,
-    *,
-    budgets: Sequence[float],
-    protect: int,
-    mapping: str,
-    random_seeds: Sequence[int],
-    caps: Caps,
-    seed: int,
-    batch_size: int,
-    speed_texts: int,
+    options: CellOptions,
+    pruning: PruneStudyOptions,
     speed_cache: dict[int, float],
     say: Callable[[str], None],
-    reproduce: str = "ours",
-    text_order: str = "interleaved",
-    prompt_policy: str = "mteb",
 ) -> dict[str, Any]:
-    """Profiles, choices and the MTEB score of every distinct pruned variant of one cell."""
-    from mteb_lrd.pruning.block_influence import block_influence
+    """Profiles, choices and the MTEB score of every distinct pruned variant of one cell.
 
-    texts = task_texts(task(), text_order)
-    prompt = lrd_prompt(model, task.metadata, "none" if reproduce == "authors" else prompt_policy)
-    cell = profile_cell(
-        model, texts, caps=caps, seed=seed, batch_size=batch_size, reproduce=reproduce, prompt=prompt
-    )
-    result = cell.dynamics.result
-    rules = rule_scores(result.frenet, result.nrs, result.gfmi)
-    calibration = model.texts([cell.texts[i] for i in cell.rows["frenet"]])
-    influence = block_influence(
-        model.model,
-        calibration,
-        tokenizer=model.tokenizer,
-        batch_size=batch_size,
-        max_length=model.max_length,
-    )
-    angular = angular_distance_matrix(cell.states[:, cell.rows["frenet"]])
-    choices = method_choices(
-        rules,
-        influence,
-        angular,
-        budgets=budgets,
-        protect=protect,
-        mapping=mapping,
-        random_seeds=random_seeds,
-    )
-    done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
-    block_sets = [()] + sorted({tuple(c["blocks"]) for c in choices})
-    speed_sample = model.texts(texts[:speed_texts])
-    for blocks in block_sets:
-        key = ",".join(map(str, blocks))
-        if key in done:
-            continue
-        variant, scored = _pruned(model, list(blocks))
-        encoder = mteb_encoder(model, scored)
-        score = mteb_score(encoder, task(), batch_size=batch_size)
-        # Blocks of one stack cost the same: the speed-up depends on how many are removed, so it is
-        # timed once per count and model (timing every variant would double the study's time).
-        if len(blocks) not in speed_cache:
-            speed_cache[len(blocks)] = (
-                measure_speedup(model, variant, speed_sample, batch_size) if blocks else 1.0
-            )
-        done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
-        write_record(partial_path, {"variants": done})
-        say(f"  blocks [{key}] → {score['main_score']:.4f}")
+    Args:
+        model / task: the cell. partial_path: where finished variants are recorded (resumable).
+        options / pruning: how the cell is measured and what is compared.
+        speed_cache: speed-up per number of removed blocks of this model (timed once per count).
+        say: one line per scored variant.
+    """
+    texts = task_texts(task(), options.text_order)
+    policy = "none" if options.reproduce == "authors" else options.prompt_policy
+    prompt = lrd_prompt(model, task.metadata, policy)
+    cell = profile_cell(model, texts, caps=options.caps, seed=options.seed, batch_size=options.batch_size,
+                        reproduce=options.reproduce, prompt=prompt)  # fmt: skip
+    rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
+    influence, choices = _choices(model, cell, rules, options, pruning)
+    done = _score_variants(model, task, texts, choices, partial_path, options.batch_size, pruning.speed_texts,
+                           speed_cache, say)  # fmt: skip
     base = done[""]
     for choice in choices:
         scored_variant = done[",".join(map(str, choice["blocks"]))]
         choice["main_score"] = scored_variant["main_score"]
         choice["delta"] = scored_variant["main_score"] - base["main_score"]
         choice["speedup"] = scored_variant["speedup"]
+    caps = options.caps
     return {
         "model": model.info(),
         "task": task.metadata.name,
@@ -178,18 +137,18 @@ def measure_cell(
         "n_used": len(cell.texts),
         "n_per_family": {name: int(rows.size) for name, rows in cell.rows.items()},
         "settings": {
-            "protect": protect,
-            "mapping": mapping,
-            "budgets": list(budgets),
-            "seed": seed,
-            "random_seeds": list(random_seeds),
+            "protect": pruning.protect,
+            "mapping": pruning.mapping,
+            "budgets": list(pruning.budgets),
+            "seed": options.seed,
+            "random_seeds": list(pruning.random_seeds),
             "caps": {"frenet": caps.frenet, "nrs": caps.nrs, "gfmi": caps.gfmi},
-            "text_order": text_order,
-            "reproduce": reproduce,
+            "text_order": options.text_order,
+            "reproduce": options.reproduce,
             "prompt": prompt,
             "template": model.template,
         },
-        "reproduce": reproduce,
+        "reproduce": options.reproduce,
         "extraction": cell.dynamics.extraction,
         "profiles": {name: values for name, values in rules.items()},
         "block_influence": influence,
@@ -197,70 +156,82 @@ def measure_cell(
     }
 
 
+def _choices(
+    model: StudyModel, cell: Any, rules: dict[str, Any], options: CellOptions, pruning: PruneStudyOptions
+) -> tuple[Any, list[dict[str, Any]]]:
+    """ShortGPT block influence on the Frenet sample, and every method's blocks at every budget."""
+    from mteb_lrd.pruning.block_influence import block_influence
+
+    calibration = model.texts([cell.texts[i] for i in cell.rows["frenet"]])
+    influence = block_influence(model.model, calibration, tokenizer=model.tokenizer,
+                                batch_size=options.batch_size, max_length=model.max_length)  # fmt: skip
+    angular = angular_distance_matrix(cell.states[:, cell.rows["frenet"]])
+    choices = method_choices(rules, influence, angular, budgets=pruning.budgets, protect=pruning.protect,
+                             mapping=pruning.mapping, random_seeds=pruning.random_seeds)  # fmt: skip
+    return influence, choices
+
+
+def _score_variants(
+    model: StudyModel,
+    task: Any,
+    texts: Sequence[str],
+    choices: list[dict[str, Any]],
+    partial_path: Path,
+    batch_size: int,
+    speed_texts: int,
+    speed_cache: dict[int, float],
+    say: Callable[[str], None],
+) -> dict[str, dict[str, float]]:
+    """The MTEB score and speed-up of the base and of every distinct pruned variant the choices
+    name, resuming from (and recording to) ``partial_path``."""
+    done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
+    block_sets = [()] + sorted({tuple(c["blocks"]) for c in choices})
+    speed_sample = model.texts(list(texts[:speed_texts]))
+    for blocks in block_sets:
+        key = ",".join(map(str, blocks))
+        if key in done:
+            continue
+        variant, scored = _pruned(model, list(blocks))
+        score = mteb_score(mteb_encoder(model, scored), task(), batch_size=batch_size)
+        # Blocks of one stack cost the same: the speed-up depends on how many are removed, so it is
+        # timed once per count and model (timing every variant would double the study's time).
+        if len(blocks) not in speed_cache:
+            speed_cache[len(blocks)] = (
+                measure_speedup(model, variant, speed_sample, batch_size) if blocks else 1.0
+            )
+        done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
+        write_record(partial_path, {"variants": done})
+        say(f"  blocks [{key}] → {score['main_score']:.4f}")
+    return done
+
+
 def run_prune_study(
     models: Sequence[str | StudyModel],
     tasks: Mapping[str, type],
     out_dir: str | Path,
+    options: CellOptions | None = None,
+    pruning: PruneStudyOptions | None = None,
     *,
-    budgets: Sequence[float] = BUDGETS,
-    protect: int = 3,
-    mapping: str = "reference",
-    random_seeds: Sequence[int] = RANDOM_SEEDS,
-    caps: Caps = DEFAULT_CAPS,
-    seed: int = 42,
-    batch_size: int = 32,
-    max_length: int = 512,
-    speed_texts: int = 64,
-    reproduce: str = "ours",
-    text_order: str = "interleaved",
-    prompt_policy: str = "mteb",
-    decoder_template: str | None = None,
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Run every (model, task) cell not recorded yet in ``out_dir/records``; returns ``out_dir``.
 
-    ``caps``: per-family text caps of the profiles; ``reproduce``, ``text_order``,
-    ``prompt_policy`` and ``decoder_template`` as in
-    :func:`mteb_lrd.studies.selection.run_selection_study`.
-
-    Raises:
-        ValueError: bad mapping, budgets, caps, or no model / task.
+    Args:
+        models / tasks / out_dir: as :func:`mteb_lrd.studies.selection.run_selection_study`.
+        options: how each cell is measured (:class:`~mteb_lrd.studies.options.CellOptions`).
+        pruning: budgets, protected layers, layer-to-block mapping, Random seeds, speed texts.
+        progress: called with one line per cell and variant; ``None`` for silence.
     """
-    if mapping not in ("reference", "producer"):
-        raise ValueError(f"mapping must be 'reference' or 'producer', got {mapping!r}")
-    if not budgets or any(not 0 < b <= 1 for b in budgets):
-        raise ValueError(f"budgets must be fractions in (0, 1], got {list(budgets)}")
-    if not isinstance(caps, Caps):
-        raise ValueError(f"caps must be a mteb_lrd.parameters.Caps, got {type(caps).__name__}")
+    options = CellOptions() if options is None else options
+    pruning = PruneStudyOptions() if pruning is None else pruning
     say = progress or (lambda _message: None)
     speed_caches: dict[str, dict[int, float]] = {}
 
     def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
+        partial = record_path(out_dir, model.name, task_name, partial=True)
         return measure_cell(
-            model,
-            task,
-            record_path(out_dir, model.name, task_name, partial=True),
-            budgets=budgets,
-            protect=protect,
-            mapping=mapping,
-            random_seeds=random_seeds,
-            caps=caps,
-            seed=seed,
-            batch_size=batch_size,
-            speed_texts=speed_texts,
-            speed_cache=speed_caches.setdefault(model.name, {}),
-            say=say,
-            reproduce=reproduce,
-            text_order=text_order,
-            prompt_policy=prompt_policy,
+            model, task, partial, options, pruning, speed_caches.setdefault(model.name, {}), say
         )
 
-    return run_cells(
-        models,
-        tasks,
-        out_dir,
-        measure,
-        max_length=max_length,
-        decoder_template=decoder_template,
-        progress=say,
-    )
+    return run_cells(models, tasks, out_dir, measure, max_length=options.max_length,
+                     decoder_template=options.decoder_template, progress=say)  # fmt: skip

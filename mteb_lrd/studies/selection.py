@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
-from mteb_lrd.parameters import DEFAULT_CAPS, Caps
+from mteb_lrd.studies.options import CellOptions
 from mteb_lrd.studies.runner import (
     StudyModel,
     lrd_prompt,
@@ -46,41 +46,32 @@ def _say(message: str) -> None:
     print(f"[mteb-lrd select] {message}", file=sys.stderr, flush=True)
 
 
-def measure_cell(
-    model: StudyModel,
-    task: Any,
-    *,
-    caps: Caps = DEFAULT_CAPS,
-    seed: int = 42,
-    batch_size: int = 32,
-    lrd_kwargs: Mapping[str, Any] | None = None,
-    reproduce: str = "ours",
-    text_order: str = "interleaved",
-    prompt_policy: str = "mteb",
-) -> dict[str, Any]:
+def measure_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
 
     ``reproduce="authors"`` also means no prompt for LRD (the authors use none).
     """
     instance = task()
-    texts = task_texts(instance, text_order)
-    prompt = lrd_prompt(model, task.metadata, "none" if reproduce == "authors" else prompt_policy)
+    texts = task_texts(instance, options.text_order)
+    policy = "none" if options.reproduce == "authors" else options.prompt_policy
+    prompt = lrd_prompt(model, task.metadata, policy)
     cell = profile_cell(
         model,
         texts,
-        caps=caps,
-        seed=seed,
-        batch_size=batch_size,
-        reproduce=reproduce,
+        caps=options.caps,
+        seed=options.seed,
+        batch_size=options.batch_size,
+        reproduce=options.reproduce,
         prompt=prompt,
-        **(lrd_kwargs or {}),
+        **options.lrd_kwargs,
     )
     result = cell.dynamics.result
     scores = dict(cell.dynamics.summary())
     final = cell.states[-1][cell.rows["gfmi"]]
     scores["rankme"] = rankme(final)
     scores["alpha_req"] = alpha_req(final)
-    score = mteb_score(mteb_encoder(model), instance, batch_size=batch_size)
+    score = mteb_score(mteb_encoder(model), instance, batch_size=options.batch_size)
+    caps = options.caps
     return {
         "model": model.info(),
         "task": task.metadata.name,
@@ -92,8 +83,8 @@ def measure_cell(
         "n_used": len(cell.texts),
         "n_per_family": {name: int(rows.size) for name, rows in cell.rows.items()},
         "caps": {"frenet": caps.frenet, "nrs": caps.nrs, "gfmi": caps.gfmi},
-        "text_order": text_order,
-        "reproduce": reproduce,
+        "text_order": options.text_order,
+        "reproduce": options.reproduce,
         "prompt": prompt,
         "extraction": cell.dynamics.extraction,
         "lrd_params": result.params,
@@ -111,16 +102,8 @@ def run_selection_study(
     models: Sequence[str | StudyModel],
     tasks: Mapping[str, type],
     out_dir: str | Path,
+    options: CellOptions | None = None,
     *,
-    caps: Caps = DEFAULT_CAPS,
-    seed: int = 42,
-    batch_size: int = 32,
-    max_length: int = 512,
-    lrd_kwargs: Mapping[str, Any] | None = None,
-    reproduce: str = "ours",
-    text_order: str = "interleaved",
-    prompt_policy: str = "mteb",
-    decoder_template: str | None = None,
     progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Measure and score every (model, task) cell not recorded yet in ``out_dir/records``.
@@ -129,40 +112,18 @@ def run_selection_study(
         models: panel names, model folders or loaded :class:`StudyModel` objects.
         tasks: ``{name: task class}`` (e.g. from :func:`mteb_lrd.studies.tasks.study_tasks`).
         out_dir: the study folder (records, then the report).
-        caps: per-family text caps (default the reference's 1000 / 1000 / 5000); RankMe / α-ReQ use
-            the GFMI sub-sample.
-        seed: sub-sampling / anchor seed.
-        batch_size: encode batch size.
-        max_length: token truncation for every model.
-        lrd_kwargs: metric parameters (:class:`mteb_lrd.parameters.MetricParams` fields).
-        reproduce: ``"ours"`` or ``"authors"`` (their summaries, decoder last-token rule, pooling
-            overrides, no LRD prompt); recorded in every cell.
-        text_order: :data:`mteb_lrd.studies.runner.TEXT_ORDERS` (default the authors' interleaving).
-        prompt_policy: :data:`mteb_lrd.studies.runner.LRD_PROMPTS` (``"mteb"`` by default).
-        decoder_template: the text template plain decoders read for scoring and LRD alike
-            (``"prompteol"``, a text with ``{text}``, or ``None``: bare texts, last-token pooled,
-            which bare decoders do not embed well); recorded as the model's ``template``.
+        options: how each cell is measured (:class:`~mteb_lrd.studies.options.CellOptions`;
+            RankMe / α-ReQ use the GFMI sub-sample).
         progress: called with one line per cell; ``None`` for silence.
 
     Returns:
         ``out_dir``.
     """
-    if not isinstance(caps, Caps):
-        raise ValueError(f"caps must be a mteb_lrd.parameters.Caps, got {type(caps).__name__}")
+    options = CellOptions() if options is None else options
     say = progress or (lambda _message: None)
 
     def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
-        record = measure_cell(
-            model,
-            task,
-            caps=caps,
-            seed=seed,
-            batch_size=batch_size,
-            lrd_kwargs=lrd_kwargs,
-            reproduce=reproduce,
-            text_order=text_order,
-            prompt_policy=prompt_policy,
-        )
+        record = measure_cell(model, task, options)
         say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 
@@ -171,7 +132,7 @@ def run_selection_study(
         tasks,
         out_dir,
         measure,
-        max_length=max_length,
-        decoder_template=decoder_template,
+        max_length=options.max_length,
+        decoder_template=options.decoder_template,
         progress=say,
     )

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mteb_lrd.parameters import Caps
+from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
 from mteb_lrd.studies.runner import StudyModel, load_study_model
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
@@ -45,8 +46,7 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
         models,
         {"TinySTS": tiny_task},
         tmp_path,
-        caps=Caps(8, 6, 12),
-        lrd_kwargs={"nrs_k": 3, "gfmi_k": 3},
+        CellOptions(caps=Caps(8, 6, 12), lrd_kwargs={"nrs_k": 3, "gfmi_k": 3}),
         progress=None,
     )
     records = load_records(out)
@@ -92,9 +92,8 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
         [model],
         {"TinySTS": tiny_task},
         tmp_path,
-        budgets=[0.2, 0.5],
-        caps=Caps(20, 20, 20),
-        speed_texts=8,
+        CellOptions(caps=Caps(20, 20, 20)),
+        PruneStudyOptions(budgets=(0.2, 0.5), speed_texts=8),
         progress=None,
     )
     record = read_record(out / "records" / "tiny-llama-8" / "TinySTS.json")
@@ -126,9 +125,7 @@ def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_tas
         [model],
         {"TinySTS": tiny_task},
         tmp_path,
-        caps=Caps(10, 10, 10),
-        lrd_kwargs={"nrs_k": 3, "gfmi_k": 3},
-        reproduce="authors",
+        CellOptions(caps=Caps(10, 10, 10), lrd_kwargs={"nrs_k": 3, "gfmi_k": 3}, reproduce="authors"),
         progress=None,
     )
     (record,) = load_records(tmp_path)
@@ -159,8 +156,8 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     assert load_study_model(str(tiny_st_dir), decoder_template="prompteol").template is None  # encoders
     model.name = bare.name = "tiny-llama-8"
     run_prune_study(
-        [model], {"TinySTS": tiny_task}, tmp_path, budgets=[0.5], caps=Caps(20, 20, 20), speed_texts=8,
-        progress=None,
+        [model], {"TinySTS": tiny_task}, tmp_path, CellOptions(caps=Caps(20, 20, 20)),
+        PruneStudyOptions(budgets=(0.5,), speed_texts=8), progress=None,
     )  # fmt: skip
     record = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.json")
     assert record["model"]["template"] == record["settings"]["template"] == template
@@ -179,11 +176,35 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     influence = block_influence(bare.model, calibration, tokenizer=tok, batch_size=32)
     np.testing.assert_allclose(record["block_influence"], influence, rtol=1e-6)
     with pytest.raises(ValueError, match="recorded with decoder template"):
-        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, budgets=[0.5], progress=None)
+        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, pruning=PruneStudyOptions(budgets=(0.5,)),
+                        progress=None)  # fmt: skip
 
 
 def test_a_bad_decoder_template_fails_before_any_model_loads(tmp_path, tiny_task):
     from mteb_lrd.studies.selection import run_selection_study
 
     with pytest.raises(ValueError, match="exactly once"):
-        run_selection_study(["no-such-model"], {"TinySTS": tiny_task}, tmp_path, decoder_template="no slot")
+        run_selection_study(["no-such-model"], {"TinySTS": tiny_task}, tmp_path,
+                            CellOptions(decoder_template="no slot"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: CellOptions(caps=(1, 2, 3)), "caps must be"),
+        (lambda: CellOptions(batch_size=0), "batch_size must be a positive integer"),
+        (lambda: CellOptions(lrd_kwargs={"nrs_k": 0}), "nrs_k must be a positive integer"),
+        (lambda: CellOptions(reproduce="mine"), "reproduce must be one of"),
+        (lambda: CellOptions(text_order="random"), "text_order must be one of"),
+        (lambda: CellOptions(prompt_policy="always"), "prompt_policy must be one of"),
+        (lambda: CellOptions(decoder_template="no slot"), "exactly once"),
+        (lambda: PruneStudyOptions(mapping="other"), "mapping must be"),
+        (lambda: PruneStudyOptions(budgets=(0.0,)), "budgets must be fractions"),
+        (lambda: PruneStudyOptions(budgets=()), "budgets must be fractions"),
+        (lambda: PruneStudyOptions(speed_texts=0), "speed_texts must be a positive integer"),
+        (lambda: PruneStudyOptions(protect=-1), "protect must be a non-negative integer"),
+    ],
+)
+def test_study_options_are_validated_once_with_a_clear_message(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
