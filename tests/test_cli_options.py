@@ -103,7 +103,7 @@ def test_ray_units_get_the_cache_choice(tmp_path):
 
     seen = {}
 
-    def fake_run_units(units, config, **kwargs):
+    def fake_run_units(units, config, resources=None, **kwargs):
         seen["config"] = config
         return []
 

@@ -13,6 +13,7 @@ import pytest
 
 from mteb_lrd.integration.distributed import (
     LEDGER_FOLDER,
+    RayResources,
     Unit,
     UnitConfig,
     is_finished,
@@ -182,7 +183,9 @@ def test_killed_worker_is_retried_and_leaves_no_torn_file(
     results = tmp_path / "ray"
     config = UnitConfig(str(results), OPTIONS, batch_size=4)
     unit = Unit(models[1], task_specs[0])
-    outcomes = run_units([unit], config, runner=die_on_first_attempt, max_retries=2, progress=False)
+    outcomes = run_units(
+        [unit], config, RayResources(max_retries=2), runner=die_on_first_attempt, progress=False
+    )
     assert [o.status for o in outcomes] == ["done"], outcomes
     pids = (results / f"attempts-{unit.key}.txt").read_text().split()
     assert len(pids) == 2 and pids[0] != pids[1]  # a second worker process ran the retry
@@ -196,7 +199,9 @@ def test_killed_worker_is_retried_and_leaves_no_torn_file(
 def test_unit_with_no_retries_left_fails_and_others_go_on(ray_local, models, task_specs, tmp_path):
     config = UnitConfig(str(tmp_path / "ray"), OPTIONS, batch_size=4)
     dying = Unit(models[0], task_specs[1])
-    [outcome] = run_units([dying], config, runner=die_on_first_attempt, max_retries=0, progress=False)
+    [outcome] = run_units(
+        [dying], config, RayResources(max_retries=0), runner=die_on_first_attempt, progress=False
+    )
     assert outcome.status == "failed" and "WorkerCrashedError" in outcome.error
     assert not is_finished(dying, config)
     units = [Unit(models[0], "no-such-task-name"), Unit(models[0], task_specs[1])]
@@ -248,7 +253,7 @@ def test_unit_keys_and_bad_resources(models, task_specs, tmp_path):
     assert Unit(relative, task_specs[0]).key == Unit(models[0], task_specs[0]).key
     assert Unit(models[0], task_specs[0], (1,)).key != Unit(models[0], task_specs[0]).key
     with pytest.raises(ValueError, match="resources and retries must be >= 0"):
-        run_units([Unit(models[0], task_specs[0])], UnitConfig(str(tmp_path)), gpus_per_unit=-1)
+        RayResources(gpus_per_unit=-1)
 
 
 def _saved_files(cache_cls, root: Path, task_results: list) -> dict[str, bytes]:

@@ -23,7 +23,7 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
 
 def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> int:
     """Run every (model, task) unit on Ray; returns 1 when a unit failed, else 0."""
-    from mteb_lrd.integration.distributed import UnitConfig, run_units, units_for
+    from mteb_lrd.integration.distributed import RayResources, UnitConfig, run_units, units_for
 
     if args.cache_dir is not None:  # a folder every node reaches, shared by the units (content-addressed)
         options = {**options, "cache_dir": str(args.cache_dir)}
@@ -37,14 +37,9 @@ def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> in
         name=args.name,
         revision=args.revision,
     )
-    outcomes = run_units(
-        units_for(models, [*args.task, *args.local_task]),
-        config,
-        address=args.ray_address,
-        gpus_per_unit=args.gpus_per_unit,
-        cpus_per_unit=args.cpus_per_unit,
-        max_retries=args.max_retries,
-    )
+    resources = RayResources(address=args.ray_address, gpus_per_unit=args.gpus_per_unit,
+                             cpus_per_unit=args.cpus_per_unit, max_retries=args.max_retries)  # fmt: skip
+    outcomes = run_units(units_for(models, [*args.task, *args.local_task]), config, resources)
     failed = [o for o in outcomes if o.status == "failed"]
     done = sum(o.status == "done" for o in outcomes)
     print(f"{done} units run, {len(outcomes) - done - len(failed)} skipped, {len(failed)} failed; "

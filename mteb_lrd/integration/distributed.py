@@ -34,7 +34,7 @@ from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
 from mteb_lrd.integration.provenance import process_command, record_command
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
-__all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
+__all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
 
 LEDGER_FOLDER = "mteb-lrd-units"
@@ -256,15 +256,37 @@ def ray_init_kwargs(address: str | None = None, num_cpus: int | None = None) -> 
     }
 
 
+@dataclass(frozen=True)
+class RayResources:
+    """Where and with what the Ray tasks of a run execute.
+
+    Attributes:
+        address: a Ray cluster to join (``auto``, ``ray://host:10001``, ``host:6379``); ``None``
+            starts a local Ray with ``num_cpus`` CPUs (or uses the one this process already started).
+        gpus_per_unit / cpus_per_unit: Ray resources of each unit's task (fractions allowed).
+        max_retries: re-runs of a unit whose worker process dies (Ray's task retries).
+
+    Raises:
+        ValueError: for negative resources or retries.
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None
+    gpus_per_unit: float = 0
+    cpus_per_unit: float = 1
+    max_retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.gpus_per_unit < 0 or self.cpus_per_unit < 0 or self.max_retries < 0:
+            raise ValueError(f"resources and retries must be >= 0; got gpus_per_unit={self.gpus_per_unit}, "
+                             f"cpus_per_unit={self.cpus_per_unit}, max_retries={self.max_retries}")  # fmt: skip
+
+
 def run_units(
     units: Sequence[Unit],
     config: UnitConfig,
+    resources: RayResources | None = None,
     *,
-    address: str | None = None,
-    num_cpus: int | None = None,
-    gpus_per_unit: float = 0,
-    cpus_per_unit: float = 1,
-    max_retries: int = 2,
     runner: Callable[[Unit, UnitConfig], UnitOutcome] = run_unit,
     progress: bool = True,
 ) -> list[UnitOutcome]:
@@ -273,10 +295,7 @@ def run_units(
     Args:
         units: the units (duplicates are run once).
         config: results folder and options shared by every unit.
-        address: a Ray cluster to join (``auto``, ``ray://host:10001``, ``host:6379``); ``None``
-            starts a local Ray with ``num_cpus`` CPUs (or uses the one this process already started).
-        gpus_per_unit / cpus_per_unit: Ray resources of each unit's task (fractions allowed).
-        max_retries: re-runs of a unit whose worker process dies (Ray's task retries).
+        resources: the cluster and each unit's resources (default: a local Ray, 1 CPU per unit).
         runner: what a Ray task runs for a unit (default :func:`run_unit`).
         progress: print one line per finished unit and an overall bar (on stderr).
 
@@ -285,17 +304,14 @@ def run_units(
 
     Raises:
         ImportError: when Ray is not installed (``pip install "mteb-lrd[ray]"``).
-        ValueError: for negative resources or retries.
     """
+    resources = RayResources() if resources is None else resources
     try:
         import ray
     except ImportError as err:
         raise ImportError('the Ray executor needs Ray: pip install "mteb-lrd[ray]"') from err
     from tqdm.auto import tqdm
 
-    if gpus_per_unit < 0 or cpus_per_unit < 0 or max_retries < 0:
-        raise ValueError(f"resources and retries must be >= 0; got gpus_per_unit={gpus_per_unit}, "
-                         f"cpus_per_unit={cpus_per_unit}, max_retries={max_retries}")  # fmt: skip
     units = list(dict.fromkeys(units))
     keys = [unit.key for unit in units]
     if len(set(keys)) != len(keys):
@@ -313,10 +329,11 @@ def run_units(
     if todo:
         started = not ray.is_initialized()
         if started:
-            ray.init(**ray_init_kwargs(address, num_cpus))
+            ray.init(**ray_init_kwargs(resources.address, resources.num_cpus))
         try:
-            remote = ray.remote(_guarded).options(num_cpus=cpus_per_unit, num_gpus=gpus_per_unit,
-                                                  max_retries=max_retries, name="mteb-lrd-unit")  # fmt: skip
+            remote = ray.remote(_guarded).options(num_cpus=resources.cpus_per_unit,
+                                                  num_gpus=resources.gpus_per_unit,
+                                                  max_retries=resources.max_retries, name="mteb-lrd-unit")  # fmt: skip
             pending = {remote.remote(runner, unit, config): unit for unit in todo}
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
