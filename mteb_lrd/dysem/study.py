@@ -168,52 +168,53 @@ def _test_plan(sizes: dict[str, int], num_languages: int, done: int, seconds: fl
     return line
 
 
-def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> StudyResult:
-    """Run the comparison: dev-split choices, then every model on every task; write table and summary.
+@dataclass(frozen=True)
+class _Setup:
+    """What every stage of a study shares: the resolved options, folders, model and translations."""
 
-    Args:
-        options: the study's settings (see :class:`StudyOptions`).
-        log: receives the progress lines (language order, the dev grid's best point).
+    options: StudyOptions
+    tasks: list[str]
+    sts_dir: Path
+    out: Path
+    path: Path
+    extractor: Any
+    languages: list[str]
+    corpus: Any
+    translations: Any
+    started: float
 
-    Raises:
-        ValueError: unknown tasks, non-positive sizes, a model that is neither a folder nor a
-            panel name (all before any model is loaded).
-        FileNotFoundError: missing STS data.
-    """
-    from mteb_lrd.dysem.evaluation import (
-        PAIRED_RESAMPLES,
-        PAIRED_SEED,
-        STS_TASKS,
-        evaluate_models,
-        format_comparisons,
-        format_table,
-        load_pairs,
-        order_languages,
-        paired_comparisons,
-        sts_task,
-        task_language,
-        write_json_atomic,
-    )
-    from mteb_lrd.dysem.grid import best_point, grid_search
+    def dysem(self, langs: list[str], settings: dict[str, Any], **overrides: Any) -> Any:
+        """A DySem model over ``langs`` with ``settings`` (k, L, value) and ``overrides``."""
+        from mteb_lrd.dysem.model import DySemModel
+
+        kwargs = {**settings, **overrides}
+        kwargs["num_languages"] = min(kwargs["num_languages"], len(langs))
+        return DySemModel(self.extractor, languages=langs, translations=self.translations,
+                          prompt=self.options.prompt, component=self.options.component, **kwargs)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _DevChoices:
+    """What the dev split decided: the language order, k / L / value, the source-only k, the grid."""
+
+    pairs: int
+    order: list[str]
+    settings: dict[str, Any]
+    source_k: int
+    grid: list[dict[str, Any]]
+
+
+def _set_up(options: StudyOptions) -> _Setup:
+    """Checks (before any model loads), folders, the representation extractor and the translations."""
     from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES
-    from mteb_lrd.dysem.model import (
-        DySemModel,
-        attention_sum_baseline,
-        mean_pooling_baseline,
-        prompteol_baseline,
-    )
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
+    from mteb_lrd.integration.shared_tasks import shared_sts_dir
 
     started = time.monotonic()
     options = resolve_sizes(options)
     tasks = _check(options)
-    if options.sts_dir:
-        sts_dir = Path(options.sts_dir)
-    else:
-        from mteb_lrd.integration.shared_tasks import shared_sts_dir
-
-        sts_dir = shared_sts_dir()
+    sts_dir = Path(options.sts_dir) if options.sts_dir else shared_sts_dir()
     out = Path(options.output_dir)
     cache = Path(options.cache_dir) if options.cache_dir else out / "cache"
     path = model_path(options.model)
@@ -232,117 +233,147 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
     sources: list[Any] = [corpus]
     if options.translator:
         sources.append(Seq2SeqTranslator(options.translator, cache_dir=cache / "translations"))
-    translations = FallbackTranslations(sources)
-    settings: dict[str, Any] = {
-        "k": options.k,
-        "num_languages": min(options.num_languages, len(languages)),
-        "value": options.value,
-    }
+    return _Setup(options, tasks, sts_dir, out, path, extractor, languages, corpus,
+                  FallbackTranslations(sources), started)  # fmt: skip
 
-    def dysem(langs: list[str], **overrides: Any) -> DySemModel:
-        kwargs = {**settings, **overrides}
-        kwargs["num_languages"] = min(kwargs["num_languages"], len(langs))
-        return DySemModel(
-            extractor,
-            languages=langs,
-            translations=translations,
-            prompt=options.prompt,
-            component=options.component,
-            **kwargs,
-        )
 
-    # --- choices on the dev split only ---------------------------------------------------------
-    dev = load_pairs(sts_dir / "STSBenchmark-multi" / "en" / "dev.jsonl", int(options.dev_pairs))
-    candidates = dysem(languages, num_languages=len(languages))
-    if options.language_order == "given":
-        order = languages
-    else:
+def _choose_on_dev(setup: _Setup, log: Callable[[str], None]) -> _DevChoices:
+    """The language order and (``select_on_dev``) k, L and value, from the STS Benchmark dev split only."""
+    from mteb_lrd.dysem.evaluation import load_pairs, order_languages
+    from mteb_lrd.dysem.grid import best_point, grid_search
+
+    options, languages = setup.options, setup.languages
+    settings: dict[str, Any] = {"k": options.k, "num_languages": min(options.num_languages, len(languages)),
+                                "value": options.value}  # fmt: skip
+    dev = load_pairs(setup.sts_dir / "STSBenchmark-multi" / "en" / "dev.jsonl", int(options.dev_pairs))
+    order = languages
+    if options.language_order != "given":
         texts = len(set(dev.sentence1 + dev.sentence2))
         log(f"language order ({options.language_order}): {texts} dev texts in {len(languages)} languages "
             f"and the source, about {texts * (len(languages) + 1):,} forward passes")  # fmt: skip
-        order = order_languages(
-            candidates, dev.sentence1 + dev.sentence2, method=options.language_order, pairs=dev
-        )
+        candidates = setup.dysem(languages, settings, num_languages=len(languages))
+        order = order_languages(candidates, dev.sentence1 + dev.sentence2, method=options.language_order,
+                                pairs=dev)  # fmt: skip
     log(f"language order ({options.language_order}): {', '.join(order)}")
-    grid: list[dict[str, Any]] = []
-    source_k = options.k
-    if options.select_on_dev:
-        ordered = dysem(order, num_languages=len(order))
-        src_1, stack_1 = ordered.representations(dev.sentence1)
-        src_2, stack_2 = ordered.representations(dev.sentence2)
-        points = grid_search(
-            src_1, stack_1, src_2, stack_2, dev.scores,
-            ks=options.grid_k, num_languages=[n for n in options.grid_languages if n <= len(order)],
-        )  # fmt: skip
-        best = best_point(points)
-        settings = {"k": best.k, "num_languages": best.num_languages, "value": best.value}
-        single = [p for p in points if p.num_languages == 1]
-        source_k = best_point(single).k if single else best.k
-        grid = [p.to_dict() for p in points]
-        log(f"dev grid ({len(dev.scores)} pairs): best {best}")
+    if not options.select_on_dev:
+        return _DevChoices(len(dev.scores), order, settings, options.k, [])
+    ordered = setup.dysem(order, settings, num_languages=len(order))
+    src_1, stack_1 = ordered.representations(dev.sentence1)
+    src_2, stack_2 = ordered.representations(dev.sentence2)
+    points = grid_search(
+        src_1, stack_1, src_2, stack_2, dev.scores,
+        ks=options.grid_k, num_languages=[n for n in options.grid_languages if n <= len(order)],
+    )  # fmt: skip
+    best = best_point(points)
+    single = [p for p in points if p.num_languages == 1]
+    log(f"dev grid ({len(dev.scores)} pairs): best {best}")
+    return _DevChoices(len(dev.scores), order, {"k": best.k, "num_languages": best.num_languages,
+                       "value": best.value}, best_point(single).k if single else best.k,
+                       [p.to_dict() for p in points])  # fmt: skip
 
-    # --- the test sets ---------------------------------------------------------------------------
-    task_classes: dict[str, type] = {}
+
+def _test_sets(setup: _Setup) -> tuple[dict[str, type], dict[str, int], dict[str, bool], dict[str, Any]]:
+    """Per task: the mteb task class, its pair count, whether translations cover it, its gold scores."""
+    from mteb_lrd.dysem.evaluation import STS_TASKS, load_pairs, sts_task, task_language
+
+    classes: dict[str, type] = {}
     sizes: dict[str, int] = {}
     covered: dict[str, bool] = {}
-    gold: dict[str, tuple[type, list[float]]] = {}  # the test scores, for the paired comparisons
-    max_pairs = None if options.max_pairs is None else int(options.max_pairs)
-    for name in tasks:
-        task_classes[name], sizes[name] = sts_task(name, sts_dir, max_pairs)
-        pairs = load_pairs(sts_dir / STS_TASKS[name], max_pairs)
-        gold[name] = (task_classes[name], pairs.scores)
-        covered[name] = options.translator is not None or corpus.covers(
+    gold: dict[str, tuple[type, list[float]]] = {}
+    max_pairs = None if setup.options.max_pairs is None else int(setup.options.max_pairs)
+    for name in setup.tasks:
+        classes[name], sizes[name] = sts_task(name, setup.sts_dir, max_pairs)
+        pairs = load_pairs(setup.sts_dir / STS_TASKS[name], max_pairs)
+        gold[name] = (classes[name], pairs.scores)
+        covered[name] = setup.options.translator is not None or setup.corpus.covers(
             pairs.sentence1 + pairs.sentence2, task_language(name)
         )
-    main = dysem(order)
+    return classes, sizes, covered, gold
+
+
+def _compared_models(
+    setup: _Setup, choices: _DevChoices, covered: dict[str, bool]
+) -> tuple[str, dict[str, Any]]:
+    """DySem's label and ``{label: task name -> model}`` of DySem, source-only DySem and the baselines."""
+    from mteb_lrd.dysem.evaluation import task_language
+    from mteb_lrd.dysem.model import attention_sum_baseline, mean_pooling_baseline, prompteol_baseline
+
+    settings = choices.settings
+    main = setup.dysem(choices.order, settings)
     label = f"DySem (k={settings['k']}, L={settings['num_languages']}, {settings['value']})"
     models: dict[str, Callable[[str], Any]] = {label: lambda t: main if covered[t] else None}
     if settings["num_languages"] > 1 or not all(covered.values()):
-        models[f"DySem source only (k={source_k}, L=1)"] = lambda t: dysem(
-            [task_language(t)], k=source_k, num_languages=1
+        models[f"DySem source only (k={choices.source_k}, L=1)"] = lambda t: setup.dysem(
+            [task_language(t)], settings, k=choices.source_k, num_languages=1
         )
-    if options.baselines:
-        dense = attention_sum_baseline(extractor, options.prompt)
+    if setup.options.baselines:
+        extractor = setup.extractor
+        dense = attention_sum_baseline(extractor, setup.options.prompt)
         eol, mean = prompteol_baseline(extractor), mean_pooling_baseline(extractor)
-        models.update(
-            {
-                "attention sum (dense)": lambda t: dense,
-                "PromptEOL": lambda t: eol,
-                "mean pooling": lambda t: mean,
-            }
-        )
-    log(_test_plan(sizes, settings["num_languages"], extractor.forward_texts, time.monotonic() - started))
-    predictions = out / "predictions"
-    table = evaluate_models(
-        models, task_classes, out / "results", batch_size=options.batch_size, predictions_dir=predictions
-    )
-    comparisons = paired_comparisons(predictions, label, [m for m in models if m != label], gold)
-    text = format_table(table, tasks) + "\n\n" + format_comparisons(label, comparisons)
+        models.update({"attention sum (dense)": lambda t: dense, "PromptEOL": lambda t: eol,
+                       "mean pooling": lambda t: mean})  # fmt: skip
+    return label, models
 
-    stem = f"dysem-{path.name}"
-    table_path, summary_path = out / f"{stem}.md", out / f"{stem}.json"
+
+def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> StudyResult:
+    """Run the comparison: dev-split choices, then every model on every task; write table and summary.
+
+    Args:
+        options: the study's settings (see :class:`StudyOptions`).
+        log: receives the progress lines (language order, the dev grid's best point).
+
+    Raises:
+        ValueError: unknown tasks, non-positive sizes, a model that is neither a folder nor a
+            panel name (all before any model is loaded).
+        FileNotFoundError: missing STS data.
+    """
+    from mteb_lrd.dysem.evaluation import (
+        PAIRED_RESAMPLES,
+        PAIRED_SEED,
+        evaluate_models,
+        format_comparisons,
+        format_table,
+        paired_comparisons,
+        write_json_atomic,
+    )
+
+    setup = _set_up(options)
+    options = setup.options
+    choices = _choose_on_dev(setup, log)
+    classes, sizes, covered, gold = _test_sets(setup)
+    label, models = _compared_models(setup, choices, covered)
+    extractor = setup.extractor
+    log(_test_plan(sizes, choices.settings["num_languages"], extractor.forward_texts,
+                   time.monotonic() - setup.started))  # fmt: skip
+    predictions = setup.out / "predictions"
+    table = evaluate_models(models, classes, setup.out / "results", batch_size=options.batch_size,
+                            predictions_dir=predictions)  # fmt: skip
+    comparisons = paired_comparisons(predictions, label, [m for m in models if m != label], gold)
+    text = format_table(table, setup.tasks) + "\n\n" + format_comparisons(label, comparisons)
+    stem = f"dysem-{setup.path.name}"
+    table_path, summary_path = setup.out / f"{stem}.md", setup.out / f"{stem}.json"
     atomic_write_text(table_path, text + "\n")
     summary = {
-        "model": str(path),
-        "tasks": {t: {"pairs": sizes[t], "translations": covered[t]} for t in tasks},
-        "language_order": order,
+        "model": str(setup.path),
+        "tasks": {t: {"pairs": sizes[t], "translations": covered[t]} for t in setup.tasks},
+        "language_order": choices.order,
         "language_order_method": options.language_order,
-        "settings": settings,
+        "settings": choices.settings,
         "prompt": options.prompt,
         "component": options.component,
-        "dev_pairs": len(dev.scores) if options.select_on_dev or options.language_order != "given" else 0,
+        "dev_pairs": choices.pairs if options.select_on_dev or options.language_order != "given" else 0,
         "dev_labels_used": options.select_on_dev or options.language_order == "labels",
-        "grid": grid,
+        "grid": choices.grid,
         "table": table,
         "paired": {
             "reference": label,
             "n_resamples": PAIRED_RESAMPLES,
             "seed": PAIRED_SEED,
             "tasks": comparisons,
-        },
+        },  # fmt: skip
         "forward_texts": extractor.forward_texts,
         "forward_batches": extractor.forward_batches,
-        "wall_seconds": time.monotonic() - started,
+        "wall_seconds": time.monotonic() - setup.started,
     }
     write_json_atomic(summary_path, summary)
     return StudyResult(text, summary, table_path, summary_path, table)
