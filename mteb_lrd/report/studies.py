@@ -120,91 +120,83 @@ def selection_scatter(analysis: Mapping[str, Any], name: str) -> Figure | None:
     return fig
 
 
-def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
-    """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
-    out = Path(out_dir)
-    models, tasks, summary = analysis["models"], analysis["tasks"], analysis["summary"]
-    lines = ["# Label-free model selection", ""]
-    lines += [
-        f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
-        "",
-        f"Definitions: `reproduce={analysis.get('reproduce', 'ours')}` (see docs/method.md).",
-        "",
-    ]
+_SUMMARY_COLUMNS = (
+    ("tasks", "n_tasks"), ("median ρ", "median_rho"), ("mean ρ", "mean_rho"), ("median abs ρ", "median_abs_rho"),
+    ("p<.05", "n_p05"), ("p<.01", "n_p01"), ("+", "n_positive"), ("−", "n_negative"),
+)  # fmt: skip
+
+
+def _panel_lines(analysis: Mapping[str, Any]) -> list[str]:
+    """The models and their main scores per task."""
+    models, tasks = analysis["models"], analysis["tasks"]
+    lines = [f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
+             "", f"Definitions: `reproduce={analysis.get('reproduce', 'ours')}` (see docs/method.md).", ""]  # fmt: skip
     lines += _table(
         ["model", "family", "params (M)", "dim", "layers", "kind", "text template"],
-        [
-            [m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"], i.get("template") or "none"]
-            for m, i in sorted(models.items())
-        ],
-    )
+        [[m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"], i.get("template") or "none"]
+         for m, i in sorted(models.items())],
+    )  # fmt: skip
     lines += ["", "## Main scores", ""]
-    lines += _table(
+    return lines + _table(
         ["task", *sorted(models)], [[t, *[analysis["main"][t].get(m) for m in sorted(models)]] for t in tasks]
     )
-    lines += ["", "## Correlation with the main score, over tasks", ""]
-    order = sorted(
-        summary,
-        key=lambda n: -_finite_or(summary[n]["median_rho"], -9.0),
-    )
-    header = ["score", "tasks", "median ρ", "mean ρ", "median abs ρ", "p<.05", "p<.01", "+", "−"]
-    keys = [
-        "n_tasks",
-        "median_rho",
-        "mean_rho",
-        "median_abs_rho",
-        "n_p05",
-        "n_p01",
-        "n_positive",
-        "n_negative",
-    ]
-    lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order if n in headline])
+
+
+def _summary_table(summary: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    header = ["score", *[title for title, _ in _SUMMARY_COLUMNS]]
+    return _table(header, [[n, *[summary[n][key] for _, key in _SUMMARY_COLUMNS]] for n in names])
+
+
+def _control_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> list[str]:
+    """Partial correlations, leave-one-family-out and the per-task ρ of the headline scores."""
+    summary, partial, tasks = analysis["summary"], analysis["partial"], analysis["tasks"]
     method = (
         "Pearson (the authors' residualised form)"
         if analysis.get("partial_method") == "pearson"
         else "Spearman"
     )
-    lines += ["", f"### Controls: partial {method} ρ (median over tasks)", ""]
-    partial = analysis["partial"]
+    lines = ["", f"### Controls: partial {method} ρ (median over tasks)", ""]
     lines += _table(
         ["score", "raw", *[f"controlling {c}" for c in partial]],
-        [
-            [n, summary[n]["median_rho"], *[partial[c].get(n, {}).get("median_rho") for c in partial]]
-            for n in headline
-            if n in summary
-        ],
-    )
+        [[n, summary[n]["median_rho"], *[partial[c].get(n, {}).get("median_rho") for c in partial]]
+         for n in headline if n in summary],
+    )  # fmt: skip
     lines += ["", "### Leave one family out (median ρ over tasks without that family)", ""]
-    families = sorted({i["family"] for i in models.values()})
+    families = sorted({i["family"] for i in analysis["models"].values()})
     lines += _table(
         ["score", *[f"−{f}" for f in families]],
-        [
-            [n, *[analysis["lofo"].get(n, {}).get(f, {}).get("median_rho") for f in families]]
-            for n in headline
-            if n in analysis["lofo"]
-        ],
-    )
+        [[n, *[analysis["lofo"].get(n, {}).get(f, {}).get("median_rho") for f in families]]
+         for n in headline if n in analysis["lofo"]],
+    )  # fmt: skip
     lines += ["", "### Per-task ρ", ""]
-    lines += _table(
+    return lines + _table(
         ["score", *tasks],
         [[n, *[analysis["per_task"].get(n, {}).get(t, {}).get("rho") for t in tasks]] for n in headline],
     )
+
+
+def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
+    """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
+    summary = analysis["summary"]
+    order = sorted(summary, key=lambda n: -_finite_or(summary[n]["median_rho"], -9.0))
+    lines = ["# Label-free model selection", "", *_panel_lines(analysis)]
+    lines += ["", "## Correlation with the main score, over tasks", ""]
+    lines += _summary_table(summary, [n for n in order if n in headline])
+    lines += _control_lines(analysis, headline)
     lines += ["", "## What this panel can and cannot show", ""] + [f"- {c}" for c in analysis["caveats"]]
-    lines += ["", "## All scores (median ρ over tasks)", ""]
-    lines += _table(header, [[n, *[summary[n][k] for k in keys]] for n in order])
-    figures: dict[str, bytes] = {}
+    lines += ["", "## All scores (median ρ over tasks)", "", *_summary_table(summary, order)]
     lines += [
         "",
         "## Scatter plots (score against main score; one panel per task, points named by model)",
         "",
     ]
+    figures: dict[str, bytes] = {}
     for name in headline:
         fig = selection_scatter(analysis, name)
-        if fig is None:
-            continue
-        figures[f"scatter_{name}.png"] = _png(fig)
-        lines += [f"![{name}](scatter_{name}.png)", ""]
-    return _save(out, "selection", "Label-free model selection", lines, figures)
+        if fig is not None:
+            figures[f"scatter_{name}.png"] = _png(fig)
+            lines += [f"![{name}](scatter_{name}.png)", ""]
+    return _save(Path(out_dir), "selection", "Label-free model selection", lines, figures)
 
 
 def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path:
