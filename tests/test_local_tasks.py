@@ -347,3 +347,27 @@ def test_new_supported_families_get_the_layer_keys(tmp_path, tiny_st):
         assert "layer_dynamics" in row and row["per_layer"]["layers"] == [0, 1, 2, 3, 4], result.task_name
         # every layer replays the ordinary run's random draws (clustering bootstraps from the task's rng)
         assert row["per_layer"]["scores"][-1] == pytest.approx(row["main_score"], abs=1e-6), result.task_name
+
+
+def test_make_task_takes_its_settings_as_an_object_or_as_keywords():
+    from mteb_lrd.integration.local_tasks import TaskSettings, make_task
+
+    rows = [
+        {"sentence1": "a b", "sentence2": "a c", "score": 1.0},
+        {"sentence1": "x", "sentence2": "y", "score": 3.0},
+    ]
+    settings = TaskSettings(eval_splits=("dev",), score_range=(0.0, 4.0), revision="r1")
+    by_object = make_task("STS", "ObjSTS", lambda: {"default": {"dev": rows}}, settings)
+    by_keywords = make_task("STS", "KwSTS", lambda: {"default": {"dev": rows}}, eval_splits=("dev",),
+                            score_range=(0.0, 4.0), revision="r1")  # fmt: skip
+    for cls in (by_object, by_keywords):
+        assert cls.metadata.eval_splits == ["dev"] and cls.metadata.dataset["revision"] == "r1"
+        assert (cls.min_score, cls.max_score) == (0.0, 4.0)
+    overridden = make_task(
+        "STS", "OvSTS", lambda: {"default": {"test": rows}}, settings, eval_splits=("test",)
+    )
+    assert overridden.metadata.eval_splits == ["test"]
+    with pytest.raises(TypeError, match="eval_split"):
+        make_task("STS", "BadSTS", lambda: {}, eval_split=("dev",))
+    with pytest.raises(ValueError, match="eval_splits must name at least one split"):
+        TaskSettings(eval_splits=())

@@ -25,7 +25,9 @@ def test_sts_tasks_are_subsampled_once_per_sizes(shared_sts, tmp_path):
     assert (folder / "test.jsonl").stat().st_mtime_ns == before  # written once
 
 
-@pytest.mark.parametrize("field", ["max_pairs", "max_train", "max_test", "n_experiments", "samples_per_label"])
+@pytest.mark.parametrize(
+    "field", ["max_pairs", "max_train", "max_test", "n_experiments", "samples_per_label"]
+)
 @pytest.mark.parametrize("value", [0, -3, 2.5, True])
 def test_bad_sizes_are_clear_errors(field, value):
     with pytest.raises(ValueError, match=f"{field} must be a positive integer"):

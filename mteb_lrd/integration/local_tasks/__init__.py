@@ -33,7 +33,7 @@ the ``mteb run`` CLI and leaderboard tables.
 
 from __future__ import annotations
 
-from mteb_lrd.integration.local_tasks.builder import MAIN_SCORES, TASK_TYPES, make_task
+from mteb_lrd.integration.local_tasks.builder import MAIN_SCORES, TASK_TYPES, TaskSettings, make_task
 from mteb_lrd.integration.local_tasks.folder import SPLIT_NAMES, content_hash, local_task
 from mteb_lrd.integration.local_tasks.labelled import label_mapping
 from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows
@@ -44,6 +44,7 @@ __all__ = [
     "TASK_TYPES",
     "LocalTaskError",
     "Rows",
+    "TaskSettings",
     "content_hash",
     "label_mapping",
     "local_task",

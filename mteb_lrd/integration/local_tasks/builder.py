@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mteb_lrd.integration.local_tasks.labelled import classification_splits, clustering_split
@@ -10,7 +11,7 @@ from mteb_lrd.integration.local_tasks.pairs import bitext_split, pair_split, sts
 from mteb_lrd.integration.local_tasks.retrieval import retrieval_split
 from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows
 
-__all__ = ["MAIN_SCORES", "TASK_TYPES", "check_type", "convert_subset", "make_task"]
+__all__ = ["MAIN_SCORES", "TASK_TYPES", "TaskSettings", "check_type", "convert_subset", "make_task"]
 
 TASK_TYPES: tuple[str, ...] = (
     "STS",
@@ -136,18 +137,43 @@ def convert_subset(
     return DatasetDict({split: convert(rows) for split, rows in located.items()})
 
 
+@dataclass(frozen=True)
+class TaskSettings:
+    """The settings of a local task besides its type, name and data.
+
+    Attributes:
+        eval_splits: the splits to evaluate.
+        languages: ``["eng-Latn"]`` for one subset, or ``{subset: [lang, ...]}`` for several.
+        revision: dataset revision recorded with the results (e.g. a content hash).
+        description: one line for the task metadata.
+        score_range: ``(min, max)`` of STS gold scores (scores outside it are an error).
+        n_experiments / samples_per_label: classification settings (MTEB defaults 10 / 8).
+
+    Raises:
+        ValueError: for no split or a score range that is not ``(low, high)`` with ``low < high``.
+    """
+
+    eval_splits: Sequence[str] = ("test",)
+    languages: Sequence[str] | Mapping[str, Sequence[str]] = ("eng-Latn",)
+    revision: str = "local"
+    description: str = "A local task built by mteb-lrd."
+    score_range: tuple[float, float] = (0.0, 5.0)
+    n_experiments: int | None = None
+    samples_per_label: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.eval_splits:
+            raise ValueError("eval_splits must name at least one split")
+        if not self.score_range[0] < self.score_range[1]:
+            raise ValueError(f"score_range must be (low, high) with low < high; got {self.score_range}")
+
+
 def make_task(
     task_type: str,
     name: str,
     load: Callable[[], Mapping[str, Mapping[str, Any]]],
-    *,
-    eval_splits: Sequence[str] = ("test",),
-    languages: Sequence[str] | Mapping[str, Sequence[str]] = ("eng-Latn",),
-    revision: str = "local",
-    description: str = "A local task built by mteb-lrd.",
-    score_range: tuple[float, float] = (0.0, 5.0),
-    n_experiments: int | None = None,
-    samples_per_label: int | None = None,
+    settings: TaskSettings | None = None,
+    **keywords: Any,
 ) -> type:
     """Build an MTEB task class whose data come from ``load()``.
 
@@ -159,26 +185,23 @@ def make_task(
             dicts or :class:`~mteb_lrd.integration.local_tasks.validation.Rows`; for Retrieval /
             Reranking a dict with ``corpus``, ``queries``, ``qrels`` (and ``top_ranked``) row lists).
             Called once, on the task's ``load_data``; every row is checked then.
-        eval_splits: the splits to evaluate.
-        languages: ``["eng-Latn"]`` for one subset, or ``{subset: [lang, ...]}`` for several.
-        revision: dataset revision recorded with the results (e.g. a content hash).
-        description: one line for the task metadata.
-        score_range: ``(min, max)`` of STS gold scores (scores outside it are an error).
-        n_experiments / samples_per_label: classification settings (MTEB defaults 10 / 8).
+        settings: splits, languages, revision, description, score range, classification settings
+            (:class:`TaskSettings`); or give its fields as keywords (``eval_splits=["dev"]``).
 
     Returns:
         A subclass of the matching ``AbsTask*``; instantiate it with no arguments.
 
     Raises:
         ValueError: on an unknown task type or bad settings.
+        TypeError: for a keyword that is not a :class:`TaskSettings` field.
     """
     check_type(task_type)
-    if not eval_splits:
-        raise ValueError("eval_splits must name at least one split")
+    settings = TaskSettings(**keywords) if settings is None else replace(settings, **keywords)
+    eval_splits, languages, score_range = settings.eval_splits, settings.languages, settings.score_range
+    revision, description = settings.revision, settings.description
+    n_experiments, samples_per_label = settings.n_experiments, settings.samples_per_label
     if task_type == "Classification" and "train" in eval_splits:
         raise ValueError("classification trains on the 'train' split; it cannot also be an eval split")
-    if not score_range[0] < score_range[1]:
-        raise ValueError(f"score_range must be (low, high) with low < high; got {score_range}")
     langs = dict(languages) if isinstance(languages, Mapping) else list(languages)
     metadata = _metadata(name, task_type, list(eval_splits), langs, revision, description)
 
