@@ -13,7 +13,6 @@ from dataclasses import dataclass
 __all__ = [
     "Language",
     "LANGUAGES",
-    "REFERENCE_CANDIDATES",
     "STSB_MULTI_LANGUAGES",
     "normalize_language",
     "language_of_task",
@@ -56,22 +55,6 @@ LANGUAGES: dict[str, Language] = {
         Language("pl", "pol_Latn", "pol-Latn", "Polish"),
     )
 }
-
-# The reference's candidate languages (NLLB translations), in its listing order.
-REFERENCE_CANDIDATES: tuple[str, ...] = (
-    "en",
-    "zh",
-    "fr",
-    "de",
-    "es",
-    "ru",
-    "ar",
-    "ja",
-    "ko",
-    "it",
-    "pt",
-    "hi",
-)
 
 # The languages of the shared parallel STS Benchmark copy (``STSBenchmark-multi/<code>``).
 STSB_MULTI_LANGUAGES: tuple[str, ...] = ("en", "de", "es", "fr", "it", "ja", "nl", "pl", "pt", "ru", "zh")

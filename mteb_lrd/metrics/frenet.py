@@ -19,8 +19,6 @@ __all__ = [
     "FrenetResult",
     "frenet",
     "frenet_by_layer",
-    "explained_variance_rank",
-    "principal_subspaces",
     "grassmann_distance",
     "menger_curvature",
     "frenet_on_unit_rows",
@@ -65,36 +63,9 @@ def _rank_from_spectrum(s2: np.ndarray, var_threshold: float, n: int, d: int) ->
     return _clamp_rank(max(rank, 2), n, d)
 
 
-def explained_variance_rank(x_last: np.ndarray, var_threshold: float = 0.95) -> int:
-    """``r = searchsorted(cumsum(S²)/sum(S²), var_threshold) + 1``, at least 2, at most ``min(d, N-1)``.
-
-    Args:
-        x_last: ``(N, d)`` normalised vectors of the last layer.
-        var_threshold: share of variance the subspace must explain, in (0, 1].
-    """
-    if not 0.0 < var_threshold <= 1.0:
-        raise ValueError(f"var_threshold must be in (0, 1]; got {var_threshold}")
-    s2, _ = _centred_covariance_eig(x_last)
-    return _rank_from_spectrum(s2, var_threshold, *x_last.shape)
-
-
 def _clamp_rank(rank: int, n: int, d: int) -> int:
     # Beyond min(d, N-1) the centred data has no more directions: extra columns would be arbitrary.
     return max(1, min(rank, d, max(n - 1, 1)))
-
-
-def principal_subspaces(x: np.ndarray, rank: int) -> np.ndarray:
-    """Orthonormal bases ``Q_l = V[:, :r]`` of the top-``rank`` principal subspace of each layer.
-
-    Args:
-        x: ``(L+1, N, d)`` normalised vectors.
-        rank: subspace dimension ``r``.
-
-    Returns:
-        ``(L+1, d, r)`` float64.
-    """
-    _, eigvecs = _centred_covariance_eig(x)
-    return eigvecs[..., :rank]
 
 
 def grassmann_distance(q_a: np.ndarray, q_b: np.ndarray) -> np.ndarray:

@@ -15,13 +15,12 @@ Memory is bounded by a block of rows times ``N`` (:data:`BLOCK_BYTES`), never ``
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Backend", "BACKENDS", "resolve_backend", "knn"]
+__all__ = ["BACKENDS", "resolve_backend", "knn"]
 
-Backend = Literal["auto", "faiss-cpu", "faiss-gpu", "torch", "numpy"]
 BACKENDS: tuple[str, ...] = ("auto", "faiss-cpu", "faiss-gpu", "torch", "numpy")
 
 BLOCK_BYTES = 256 * 2**20

@@ -11,7 +11,6 @@ __all__ = [
     "REPRODUCE_MODES",
     "authors_frenet_summary",
     "depth_slope",
-    "finite_or_none",
     "safe_mean",
     "safe_ratio",
     "third",
@@ -43,12 +42,6 @@ def safe_mean(values: np.ndarray) -> float:
 def safe_ratio(numerator: float, denominator: float) -> float:
     """``numerator / denominator``; NaN when the denominator is (almost) zero."""
     return numerator / denominator if abs(denominator) > 1e-12 else math.nan
-
-
-def finite_or_none(value: float) -> float | None:
-    """JSON-friendly float: ``None`` for NaN / Inf (``json.dumps`` would write a bare ``NaN``)."""
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def authors_frenet_summary(speed: np.ndarray, curvature: np.ndarray, d0l: float) -> dict[str, float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-__all__ = ["IN_PLACE", "PANEL", "PanelModel", "get_panel_model", "panel_names"]
+__all__ = ["IN_PLACE", "PANEL", "PanelModel", "get_panel_model"]
 
 IN_PLACE = "all-MiniLM-L6-v2"
 """The panel model that commands load straight from its package's folder (the default model)."""
@@ -125,11 +125,6 @@ PANEL: dict[str, PanelModel] = {
         ),
     )
 }
-
-
-def panel_names() -> list[str]:
-    """The panel's model names, in registry order."""
-    return list(PANEL)
 
 
 def get_panel_model(name: str) -> PanelModel:
