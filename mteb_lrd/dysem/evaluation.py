@@ -18,8 +18,7 @@ from mteb_lrd.dysem.consensus import rank_languages, rank_languages_by_labels
 from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
 from mteb_lrd.dysem.model import DySemModel
 from mteb_lrd.dysem.tasks import DIMENSIONS_KEY, model_similarity_task
-from mteb_lrd.dysem.translation import read_jsonl
-from mteb_lrd.io import atomic_write_json
+from mteb_lrd.io import atomic_write_json, read_jsonl
 
 __all__ = [
     "PAIRED_RESAMPLES",

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from mteb_lrd.dysem.languages import LANGUAGES, STSB_MULTI_LANGUAGES, normalize_language
 from mteb_lrd.dysem.store import content_key
-from mteb_lrd.io import atomic_write_json
+from mteb_lrd.io import atomic_write_json, read_jsonl
 
 __all__ = [
     "TranslationSource",
@@ -22,7 +22,6 @@ __all__ = [
     "ParallelCorpus",
     "FallbackTranslations",
     "Seq2SeqTranslator",
-    "read_jsonl",
 ]
 
 
@@ -39,12 +38,6 @@ class TranslationSource(Protocol):
     def translate(self, texts: Sequence[str], source: str, target: str) -> list[str]:
         """Translations of ``texts`` (in ``source``) into ``target``, one per text."""
         ...
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a JSON-lines file."""
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 class ParallelCorpus:
