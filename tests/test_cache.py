@@ -237,9 +237,9 @@ def test_shard_copied_within_the_extraction_cache_is_rebuilt(tiny_model_dir, tex
 
 
 def test_dysem_store_keeps_an_unreadable_shard(tmp_path, monkeypatch):
-    from mteb_lrd.dysem.store import VectorStore
+    from mteb_lrd.dysem.store import RepresentationStore
 
-    VectorStore(tmp_path).put(["k"], np.ones((1, 3)))
+    RepresentationStore(tmp_path).put(["k"], np.ones((1, 3)))
     (shard,) = tmp_path.glob("shard-*.npz")
     before = shard.read_bytes()
 
@@ -248,7 +248,7 @@ def test_dysem_store_keeps_an_unreadable_shard(tmp_path, monkeypatch):
 
     monkeypatch.setattr(np, "load", denied)
     with pytest.raises(PermissionError, match=f"cannot read cache shard {shard}"):
-        VectorStore(tmp_path).get(["k"])
+        RepresentationStore(tmp_path).get(["k"])
     assert shard.read_bytes() == before
     monkeypatch.undo()
-    np.testing.assert_array_equal(VectorStore(tmp_path).get(["k"])["k"], np.ones(3))
+    np.testing.assert_array_equal(RepresentationStore(tmp_path).get(["k"])["k"], np.ones(3))

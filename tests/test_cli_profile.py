@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mteb_lrd.cli import main
-from mteb_lrd.cli.profile import read_texts
+from mteb_lrd.cli.profile import read_text_file
 
 
 def test_profile_end_to_end(tiny_st_dir, texts, tmp_path, capsys):
@@ -35,7 +35,7 @@ def test_profile_end_to_end(tiny_st_dir, texts, tmp_path, capsys):
     assert "frenet_d0L" in printed and "layer" in printed
     record = json.loads(out.read_text())
     assert record["num_layers"] == 4 and len(record["frenet"]["speed"]) == 4
-    assert record["n_texts"] == len(texts)  # duplicates folded by read_texts
+    assert record["n_texts"] == len(texts)  # duplicates folded by read_text_file
     assert record["extraction"]["pooling"] == "sentence-transformers:mean"
 
 
@@ -44,13 +44,13 @@ def test_read_texts_forms(tmp_path):
     path.write_text(
         '"plain"\n{"text": "a"}\n{"sentence1": "b", "sentence2": "a", "score": 1}\n\n', encoding="utf-8"
     )
-    assert read_texts(path) == ["plain", "a", "b"]
+    assert read_text_file(path) == ["plain", "a", "b"]
     path.write_text('{"other": 1}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=":1: expected"):
-        read_texts(path)
+        read_text_file(path)
     path.write_text("{oops\n", encoding="utf-8")
     with pytest.raises(ValueError, match="not JSON"):
-        read_texts(path)
+        read_text_file(path)
 
 
 def test_bad_input_is_one_clear_line(tmp_path, capsys):

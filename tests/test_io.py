@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mteb_lrd.dysem.evaluation import write_json_atomic
-from mteb_lrd.dysem.store import VectorStore
+from mteb_lrd.dysem.store import RepresentationStore
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.io import atomic_write_bytes, atomic_write_json, atomic_write_text, temporary_folder
 
@@ -59,7 +59,7 @@ def test_temporary_folder_keeps_the_umask(tmp_path, umask):
 
 def test_plugin_writers_keep_the_umask(tmp_path, umask):
     shard = ArrayCache(tmp_path / "cache").save("abc", {"a": np.zeros(3)})
-    store = VectorStore(tmp_path / "store")
+    store = RepresentationStore(tmp_path / "store")
     store.put(["k1"], np.ones((1, 2)))
     write_json_atomic(tmp_path / "dysem.json", {"spearman": float("nan")})
     files = [shard, *(tmp_path / "store").glob("*.npz"), tmp_path / "dysem.json"]

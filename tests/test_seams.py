@@ -65,10 +65,10 @@ def test_compat_check_finds_every_private_name():
 
 
 def test_every_subset_method_and_the_cache_check_are_wrapped():
-    seams.install()
+    seams.install_seams()
     from mteb.abstasks.classification import AbsTaskClassification
 
-    found = seams.installed()
+    found = seams.installed_seams()
     assert found["cache_check"] == ["mteb.evaluate._check_cache"]
     assert "AbsTaskClassification._evaluate_subset_cross_validation" in found["subset_methods"]
     for cls in [AbsTask, *seams._subclasses(AbsTask)]:

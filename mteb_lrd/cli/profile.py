@@ -14,7 +14,7 @@ from mteb_lrd.metrics.knn import BACKENDS
 from mteb_lrd.models import loading
 from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
 
-__all__ = ["register", "run", "read_texts"]
+__all__ = ["register", "run", "read_text_file"]
 
 EPILOG = """examples:
   mteb-lrd profile
@@ -24,7 +24,7 @@ EPILOG = """examples:
 """
 
 
-def read_texts(path: Path) -> list[str]:
+def read_text_file(path: Path) -> list[str]:
     """Texts of a JSON-lines file: the ``text`` field, or both ``sentence1`` / ``sentence2`` (unique,
     first-appearance order), or a plain string per line.
 
@@ -105,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``profile``: print per-layer profiles and summaries, optionally save JSON."""
-    texts = read_texts(args.texts) if args.texts else demo_texts()
+    texts = read_text_file(args.texts) if args.texts else demo_texts()
     extractor = LayerExtractor(
         str(loading.resolve_model_path(args.model)) if args.model else str(default_model_path()),
         pooling=args.pooling,

@@ -144,9 +144,9 @@ def run(args: argparse.Namespace) -> int:
         )
         texts = None
         if args.rule is not None and args.texts:
-            from mteb_lrd.cli.profile import read_texts
+            from mteb_lrd.cli.profile import read_text_file
 
-            texts = read_texts(Path(args.texts))
+            texts = read_text_file(Path(args.texts))
         pruned = prune(
             model,
             args.blocks,

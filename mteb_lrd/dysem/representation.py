@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from mteb_lrd.dysem.store import VectorStore, content_key
+from mteb_lrd.dysem.store import RepresentationStore, text_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.extraction.identity import weights_digest
 from mteb_lrd.extraction.loading import resolve_device
@@ -172,7 +172,9 @@ class RepresentationExtractor:
         self.show_progress_bar = show_progress_bar
         self.prefetch = [Component.parse(c) for c in prefetch]
         self.identity = self._identity()
-        self.store = VectorStore(os.path.join(cache_dir, self.identity)) if cache_dir is not None else None
+        self.store = (
+            RepresentationStore(os.path.join(cache_dir, self.identity)) if cache_dir is not None else None
+        )
         self._memory: dict[str, np.ndarray] = {}
         self.forward_texts = 0
         self.forward_batches = 0
@@ -200,7 +202,7 @@ class RepresentationExtractor:
         return digest.hexdigest()[:32]
 
     def _key(self, component: Component, text: str) -> str:
-        return content_key(self.identity, component.key, text)
+        return text_key(self.identity, component.key, text)
 
     def extract(self, texts: Sequence[str], components: Sequence[str | Component]) -> dict[str, np.ndarray]:
         """Vectors of ``texts`` (already prompted) for each component.

@@ -18,10 +18,10 @@ import numpy as np
 
 from mteb_lrd.io import atomic_write_bytes, path_error
 
-__all__ = ["VectorStore", "content_key"]
+__all__ = ["RepresentationStore", "text_key"]
 
 
-def content_key(*parts: str) -> str:
+def text_key(*parts: str) -> str:
     """A hex SHA-256 of ``parts`` (separated so that ``("ab", "c")`` and ``("a", "bc")`` differ)."""
     digest = hashlib.sha256()
     for part in parts:
@@ -31,7 +31,7 @@ def content_key(*parts: str) -> str:
     return digest.hexdigest()
 
 
-class VectorStore:
+class RepresentationStore:
     """Vectors of one width, keyed by strings, persisted as shards under ``root``.
 
     Args:
@@ -79,7 +79,7 @@ class VectorStore:
             raise ValueError(f"need one row per key: {len(keys)} keys, values of shape {values.shape}")
         if not keys:
             return
-        name = f"shard-{content_key(*keys)[:24]}.npz"
+        name = f"shard-{text_key(*keys)[:24]}.npz"
         buffer = io.BytesIO()
         np.savez(buffer, keys=np.asarray(keys, dtype=str), values=values)
         atomic_write_bytes(self.root / name, buffer.getvalue())

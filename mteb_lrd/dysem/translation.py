@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mteb_lrd.dysem.languages import LANGUAGES, STSB_MULTI_LANGUAGES, normalize_language
-from mteb_lrd.dysem.store import content_key
+from mteb_lrd.dysem.store import text_key
 from mteb_lrd.io import atomic_write_json, read_jsonl
 
 __all__ = [
@@ -64,7 +64,7 @@ class ParallelCorpus:
         for code, texts in codes.items():
             for i, text in enumerate(texts):
                 self._index[code].setdefault(text.strip(), i)
-        self.identity = f"{name}:{content_key(*[t for code in sorted(codes) for t in codes[code]])[:16]}"
+        self.identity = f"{name}:{text_key(*[t for code in sorted(codes) for t in codes[code]])[:16]}"
 
     @classmethod
     def from_sts_multi(
@@ -196,7 +196,7 @@ class Seq2SeqTranslator:
     def _cache_path(self, source: str, target: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"{content_key(self.identity)[:16]}-{source}-{target}.json"
+        return self.cache_dir / f"{text_key(self.identity)[:16]}-{source}-{target}.json"
 
     def _cache(self, source: str, target: str) -> dict[str, str]:
         key = (source, target)
@@ -245,11 +245,11 @@ class Seq2SeqTranslator:
         if source == target:
             return texts
         cache = self._cache(source, target)
-        todo = [t for t in dict.fromkeys(texts) if content_key(t) not in cache]
+        todo = [t for t in dict.fromkeys(texts) if text_key(t) not in cache]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
             for text, translated in zip(chunk, self._generate(chunk, source, target), strict=True):
-                cache[content_key(text)] = translated
+                cache[text_key(text)] = translated
             self.generated_texts += len(chunk)
             self._save(source, target)  # after every batch: an interrupted run keeps what it did
-        return [cache[content_key(t)] for t in texts]
+        return [cache[text_key(t)] for t in texts]

@@ -5,7 +5,7 @@ its pruning record lives on the transformers config (``config.mteb_lrd_pruning``
 ``save`` / ``save_pretrained`` / ``push_to_hub`` and a plain reload. mteb builds a
 SentenceTransformer's metadata in the public classmethod ``ModelMeta.from_sentence_transformer_model``
 (``mteb.evaluate(st, ...)`` wraps every SentenceTransformer in ``SentenceTransformerEncoderWrapper``,
-which calls it). :func:`install` wraps that classmethod so that a model carrying a record gets the
+which calls it). :func:`install_hook` wraps that classmethod so that a model carrying a record gets the
 base model's name and revision, the pruning as ``experiment_kwargs`` (results go to
 ``<base>/<revision>/experiments/<removed blocks ...>/``, next to the base and never over it) and its
 real parameter count (``model_meta.json`` of the experiment). Models without a record are untouched.
@@ -13,7 +13,7 @@ real parameter count (``model_meta.json`` of the experiment). Models without a r
 The hook is installed when :func:`mteb_lrd.prune` builds a pruned model and by the mteb plugin
 (``plugins/``); :func:`mteb_lrd.with_layer_dynamics` and the ``mteb-lrd`` commands name pruned models
 through :func:`pruned_meta` directly. In a program that only loads a saved pruned folder and calls
-plain ``mteb.evaluate``, call :func:`install` first.
+plain ``mteb.evaluate``, call :func:`install_hook` first.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from mteb.models import ModelMeta
 
 from mteb_lrd.pruning.record import pruning_record
 
-__all__ = ["EXPERIMENT_KEYS", "experiment_kwargs", "install", "installed", "pruned_meta"]
+__all__ = ["EXPERIMENT_KEYS", "experiment_kwargs", "install_hook", "hook_installed", "pruned_meta"]
 
 EXPERIMENT_KEYS: tuple[str, ...] = ("removed_blocks", "num_blocks", "rule", "budget")
 """Record fields that name the experiment (the base model's name and revision name the folder above)."""
@@ -73,17 +73,17 @@ def pruned_meta(meta: ModelMeta, model: object) -> ModelMeta:
     return updated
 
 
-def installed() -> bool:
+def hook_installed() -> bool:
     """Whether ``ModelMeta.from_sentence_transformer_model`` is wrapped."""
     return hasattr(ModelMeta.__dict__["from_sentence_transformer_model"].__func__, _ORIGINAL)
 
 
-def install() -> None:
+def install_hook() -> None:
     """Wrap ``ModelMeta.from_sentence_transformer_model`` (public) so pruned models become experiments.
 
     Idempotent; models without a pruning record get exactly mteb's own metadata.
     """
-    if installed():
+    if hook_installed():
         return
     original = ModelMeta.__dict__["from_sentence_transformer_model"].__func__
 

@@ -96,13 +96,13 @@ def register_with_mteb() -> list[str]:
     from mteb.models import ModelMeta
 
     from mteb_lrd.integration import experiments
-    from mteb_lrd.integration.seams import install
+    from mteb_lrd.integration.seams import install_seams
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
     from mteb_lrd.models.naming import KNOWN_NAMES
 
-    install()
+    install_seams()
     _install_get_model()
-    experiments.install()  # saved pruned models evaluated by plain mteb are experiments of their base
+    experiments.install_hook()  # saved pruned models evaluated by plain mteb are experiments of their base
     names = register_tasks([*sts_tasks().values(), demo_task()])
     registry = _compat.model_registry()
     for short in _model_names():

@@ -15,5 +15,5 @@ __all__ = ["prune"]
 
 @functools.wraps(pruned.prune)
 def prune(*args: Any, **kwargs: Any) -> Any:  # noqa: D103 - the docstring is the pruning's own
-    experiments.install()
+    experiments.install_hook()
     return pruned.prune(*args, **kwargs)

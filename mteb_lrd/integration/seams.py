@@ -2,7 +2,7 @@
 
 mteb has no evaluator hooks: every task family scores a subset through one of
 :data:`~mteb_lrd._compat.SUBSET_METHODS`, and results are cached through
-``mteb.evaluate._check_cache``. :func:`install` wraps both so that, **only when the model is a
+``mteb.evaluate._check_cache``. :func:`install_seams` wraps both so that, **only when the model is a
 layer-dynamics wrapper** (recognised by its ``is_layer_dynamics_model`` marker), a subset's scores
 gain ``layer_dynamics`` and ``per_layer``, and a cached result lacking them counts as missing
 (re-running adds them instead of silently skipping), as does one whose ``per_layer`` lacks a
@@ -25,7 +25,14 @@ from mteb_lrd import _compat
 if TYPE_CHECKING:
     from mteb_lrd.integration.protocols import LayerDynamicsEncoder
 
-__all__ = ["ORIGINAL", "ResultFileError", "install", "installed", "is_layer_dynamics_model", "track"]
+__all__ = [
+    "ORIGINAL",
+    "ResultFileError",
+    "install_seams",
+    "installed_seams",
+    "is_layer_dynamics_model",
+    "track",
+]
 
 ORIGINAL = "__mteb_lrd_original__"
 """Attribute of every patched function holding the function it wraps."""
@@ -190,7 +197,7 @@ def _subclasses(cls: type) -> list[type]:
     return found
 
 
-def installed() -> dict[str, list[str]]:
+def installed_seams() -> dict[str, list[str]]:
     """What is patched now: ``{"subset_methods": ["Class.method", ...], "cache_check": [...]}``."""
     from mteb.abstasks.abstask import AbsTask
 
@@ -209,7 +216,7 @@ def installed() -> dict[str, list[str]]:
     return {"subset_methods": methods, "cache_check": cache}
 
 
-def install() -> None:
+def install_seams() -> None:
     """Wrap every subset method of mteb's task classes and ``mteb.evaluate._check_cache``.
 
     Idempotent and cheap (a walk over the task classes); also picks up task classes defined since

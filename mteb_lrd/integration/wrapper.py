@@ -169,7 +169,7 @@ class LayerDynamicsModel(AbsEncoder):
         **kwargs: Any,
     ) -> np.ndarray:
         """One forward pass per batch; returns the model's own embeddings, keeps every layer."""
-        seams.install()  # task classes defined since the wrapper was built
+        seams.install_seams()  # task classes defined since the wrapper was built
         texts = read_texts(inputs)
         task_type = str(task_metadata.type)
         name = task_metadata.name
@@ -425,5 +425,5 @@ def with_layer_dynamics(
         "dtype": dtype, "max_length": max_length, "template": template, "batch_size": opts.default_batch_size,
         "show_progress_bar": False, "cache_dir": None if cache_dir is None else os.fspath(cache_dir),
     }  # fmt: skip
-    seams.install()
+    seams.install_seams()
     return LayerDynamicsModel(model, extractor_kwargs, opts, name=name, revision=revision)

@@ -37,7 +37,7 @@ from mteb_lrd.studies.runner import (
 
 __all__ = [
     "METHODS",
-    "measure_cell",
+    "measure_pruning_cell",
     "measure_speedup",
     "run_prune_study",
 ]
@@ -95,7 +95,7 @@ def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
     return dataclasses.replace(model, model=pruned, layers=model.layers - len(blocks)), pruned
 
 
-def measure_cell(
+def measure_pruning_cell(
     model: StudyModel,
     task: Any,
     partial_path: Path,
@@ -228,7 +228,7 @@ def run_prune_study(
 
     def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
         partial = record_path(out_dir, model.name, task_name, partial=True)
-        return measure_cell(
+        return measure_pruning_cell(
             model, task, partial, options, pruning, speed_caches.setdefault(model.name, {}), say
         )
 

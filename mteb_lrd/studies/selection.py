@@ -28,7 +28,7 @@ from mteb_lrd.studies.runner import (
     task_texts,
 )
 
-__all__ = ["HEADLINE_SCORES", "measure_cell", "run_selection_study"]
+__all__ = ["HEADLINE_SCORES", "measure_selection_cell", "run_selection_study"]
 
 HEADLINE_SCORES: tuple[str, ...] = (
     "frenet_d0L",
@@ -46,7 +46,7 @@ def _say(message: str) -> None:
     print(f"[mteb-lrd select] {message}", file=sys.stderr, flush=True)
 
 
-def measure_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
+def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
 
     ``reproduce="authors"`` also means no prompt for LRD (the authors use none).
@@ -123,7 +123,7 @@ def run_selection_study(
     say = progress or (lambda _message: None)
 
     def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
-        record = measure_cell(model, task, options)
+        record = measure_selection_cell(model, task, options)
         say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 
