@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mteb_lrd.integration.distributed import UnitConfig
 
 __all__ = ["add_executor_options", "run_on_ray"]
 
@@ -21,22 +25,23 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
                         help="re-runs of a unit whose Ray worker dies (default 2)")  # fmt: skip
 
 
+def unit_config(args: argparse.Namespace, options: dict) -> UnitConfig:
+    """What every model run of ``mteb-lrd run`` shares, for either executor: results folder, layer
+    options (with ``--cache-dir``, a folder every node reaches, shared by the units), batch size,
+    device, overwrite, cache choice, ``--name`` and ``--revision``."""
+    from mteb_lrd.integration.distributed import UnitConfig
+
+    if args.cache_dir is not None:
+        options = {**options, "cache_dir": str(args.cache_dir)}
+    return UnitConfig(args.results, options, args.batch_size, args.device, args.overwrite,
+                      cache=not args.no_cache, name=args.name, revision=args.revision)  # fmt: skip
+
+
 def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> int:
     """Run every (model, task) unit on Ray; returns 1 when a unit failed, else 0."""
-    from mteb_lrd.integration.distributed import RayResources, UnitConfig, run_units, units_for
+    from mteb_lrd.integration.distributed import RayResources, run_units, units_for
 
-    if args.cache_dir is not None:  # a folder every node reaches, shared by the units (content-addressed)
-        options = {**options, "cache_dir": str(args.cache_dir)}
-    config = UnitConfig(
-        args.results,
-        options,
-        args.batch_size,
-        args.device,
-        args.overwrite,
-        cache=not args.no_cache,
-        name=args.name,
-        revision=args.revision,
-    )
+    config = unit_config(args, options)
     resources = RayResources(address=args.ray_address, gpus_per_unit=args.gpus_per_unit,
                              cpus_per_unit=args.cpus_per_unit, max_retries=args.max_retries)  # fmt: skip
     outcomes = run_units(units_for(models, [*args.task, *args.local_task]), config, resources)

@@ -11,7 +11,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mteb_lrd.cli.executor import add_executor_options, run_on_ray
+from mteb_lrd.cli.executor import add_executor_options, run_on_ray, unit_config
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
@@ -19,7 +19,6 @@ from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 from mteb_lrd.integration.task_names import resolve_tasks
 from mteb_lrd.io import folder_bytes
-from mteb_lrd.models import loading
 from mteb_lrd.models.loading import DEFAULT_MODEL
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
@@ -145,40 +144,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: dict) -> list:
-    """Run one model on ``tasks`` with the wrapper; returns mteb's task results."""
-    import mteb
+    """Run one model on ``tasks`` with the wrapper (the step a Ray unit runs for one task); returns
+    mteb's task results."""
+    from mteb_lrd.integration.model_evaluation import evaluate_model as evaluate
 
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
-
-    name, model, tokenizer = loading.load_for_mteb(
-        spec, device=args.device, name=args.name, revision=args.revision
-    )
     cache_dir, temporary = extraction_cache(spec, args)
-    wrapped = with_layer_dynamics(
-        model,
-        tokenizer=tokenizer,
-        device=args.device,
-        name=name,
-        revision=args.revision,
-        cache_dir=cache_dir,
-        **options,
-    )
-    result = mteb.evaluate(
-        wrapped,  # type: ignore[arg-type]  # an AbsEncoder that mypy cannot match to the protocol union
-        tasks,
-        cache=AtomicResultCache(args.results),
-        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": show_progress(args)},
-        overwrite_strategy="always" if args.overwrite else "only-missing",
-        co2_tracker=False,
-        show_progress_bar=show_progress(args),
-    )
-    print(disk_line(spec, wrapped, cache_dir))
+    evaluated = evaluate(spec, tasks, unit_config(args, options), None if cache_dir is None else str(cache_dir),
+                         progress=show_progress(args))  # fmt: skip
+    print(disk_line(spec, evaluated.wrapped, cache_dir))
     if temporary and cache_dir is not None:  # every result is written: the vectors are not needed to resume
         shutil.rmtree(cache_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             cache_dir.parent.rmdir()
-    return list(result.task_results)
+    return evaluated.task_results
 
 
 def disk_line(what: str, wrapped: Any, cache_dir: Path | None) -> str:

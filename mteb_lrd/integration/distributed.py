@@ -31,7 +31,7 @@ from typing import Any
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
-from mteb_lrd.integration.provenance import process_command, record_command
+from mteb_lrd.integration.provenance import process_command
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
@@ -176,41 +176,16 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     Raises:
         ValueError: for an unknown model or task (the message says what is allowed).
     """
-    import mteb
-
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
-    from mteb_lrd.models.loading import load_for_mteb
+    from mteb_lrd.integration.model_evaluation import evaluate_model
 
     start = time.perf_counter()
-    record_command(config.command)
-    tasks = _tasks(unit.task)
-    name, model, tokenizer = load_for_mteb(unit.model, device=config.device, name=config.name,
-                                           revision=config.revision)  # fmt: skip
-    if unit.blocks:
-        from mteb_lrd.pruning.pruned import prune
-
-        model = prune(model, list(unit.blocks), name=name, tokenizer=tokenizer)
-    options = dict(config.options)
-    if not config.cache:
-        options.pop("cache_dir", None)
-    temporary = config.cache and options.get("cache_dir") is None  # a cache_dir the user gave is kept
+    cache_dir = config.options.get("cache_dir") if config.cache else None
+    temporary = config.cache and cache_dir is None  # a cache_dir the user gave is kept
     if temporary:
-        options["cache_dir"] = str(unit_cache_dir(unit, config))
-    wrapped: Any = with_layer_dynamics(
-        model, tokenizer=tokenizer, device=config.device, name=name, revision=config.revision, **options
-    )
-    cache = AtomicResultCache(config.results)
-    result = mteb.evaluate(
-        wrapped,
-        tasks,
-        cache=cache,
-        encode_kwargs={"batch_size": config.batch_size},
-        overwrite_strategy="always" if config.overwrite else "only-missing",
-        co2_tracker=False,
-        show_progress_bar=False,
-    )
-    task_result = next(iter(result.task_results))
+        cache_dir = str(unit_cache_dir(unit, config))
+    evaluated = evaluate_model(unit.model, _tasks(unit.task), config, cache_dir, blocks=unit.blocks)
+    wrapped, cache = evaluated.wrapped, evaluated.cache
+    task_result = evaluated.task_results[0]
     path = (
         cache.written[-1]
         if cache.written
@@ -219,13 +194,12 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     rows = [row for split_rows in task_result.scores.values() for row in split_rows]
     main = sum(row["main_score"] for row in rows) / len(rows) if rows else None
     atomic_write_json(_ledger(config, unit), {"unit": asdict(unit), "path": str(path), "main_score": main})
-    cache_dir = options.get("cache_dir")
     disk = {
         "spill_peak": round(wrapped.peak_spill_bytes / 2**20, 3),
         "cache": round(folder_bytes(cache_dir) / 2**20, 3) if cache_dir else 0.0,
     }
-    if temporary:  # the result is written: the vectors are no longer needed to resume
-        shutil.rmtree(options["cache_dir"], ignore_errors=True)
+    if temporary and cache_dir is not None:  # the result is written: the vectors are not needed to resume
+        shutil.rmtree(cache_dir, ignore_errors=True)
     return UnitOutcome(unit, "done", str(path), main, time.perf_counter() - start, disk_mb=disk)
 
 
