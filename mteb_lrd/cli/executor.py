@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mteb_lrd.integration.distributed import UnitConfig
+    from mteb_lrd.integration.run_config import UnitConfig
 
 __all__ = ["add_executor_options", "run_on_ray"]
 
@@ -29,7 +29,7 @@ def unit_config(args: argparse.Namespace, options: dict) -> UnitConfig:
     """What every model run of ``mteb-lrd run`` shares, for either executor: results folder, layer
     options (with ``--cache-dir``, a folder every node reaches, shared by the units), batch size,
     device, overwrite, cache choice, ``--name`` and ``--revision``."""
-    from mteb_lrd.integration.distributed import UnitConfig
+    from mteb_lrd.integration.run_config import UnitConfig
 
     if args.cache_dir is not None:
         options = {**options, "cache_dir": str(args.cache_dir)}

@@ -24,14 +24,14 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
-from mteb_lrd.integration.options import LAYER_KEYS, row_is_complete
-from mteb_lrd.integration.provenance import process_command
+from mteb_lrd.integration.options import row_is_complete
+from mteb_lrd.integration.run_config import UnitConfig
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
@@ -72,39 +72,6 @@ class Unit:
     def __str__(self) -> str:
         pruned = f" without blocks {list(self.blocks)}" if self.blocks else ""
         return f"{self.model}{pruned} × {self.task}"
-
-
-@dataclass(frozen=True)
-class UnitConfig:
-    """What every unit of a run shares.
-
-    Attributes:
-        results: the results folder (mteb ``ResultCache`` layout), shared by every node.
-        options: :func:`~mteb_lrd.with_layer_dynamics` options (caps, ``per_layer``, ...).
-        batch_size: texts per forward pass. device: ``None`` = CUDA when the unit got a GPU.
-        overwrite: re-run units that already have results.
-        cache: keep a resumable extraction cache (``options["cache_dir"]``, a folder every node
-            reaches, kept; else :func:`unit_cache_dir`, removed once the unit is done); ``False``:
-            none (a big task's unit saves that disk; a retried unit starts over).
-        command: the command line recorded with every result (the driver's, not a worker's).
-        name / revision: the name and revision results are stored under (``--name``,
-            ``--revision``), as a sequential run stores them.
-    """
-
-    results: str
-    options: dict[str, Any] = field(default_factory=dict)
-    batch_size: int = 32
-    device: str | None = None
-    overwrite: bool = False
-    cache: bool = True
-    command: str = field(default_factory=process_command)
-    name: str | None = None
-    revision: str | None = None
-
-    @property
-    def wanted_keys(self) -> tuple[str, ...]:
-        """The layer keys every result row of a finished unit has."""
-        return tuple(key for key in LAYER_KEYS if self.options.get(key, True))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from mteb_lrd.integration.atomic_cache import AtomicResultCache
-    from mteb_lrd.integration.distributed import UnitConfig
+    from mteb_lrd.integration.run_config import UnitConfig
 
 __all__ = ["Evaluated", "evaluate_model"]
 
