@@ -136,3 +136,19 @@ def test_progress_bars_follow_the_terminal_and_quiet(monkeypatch):
     assert show_progress(parser.parse_args(["dysem", "--model", "m"])) is False  # a log file: no bars
     assert show_progress(parser.parse_args(["dysem", "--model", "m", "--progress"])) is True
     assert show_progress(parser.parse_args(["-q", "dysem", "--model", "m", "--progress"])) is False
+
+
+def test_progress_lines_are_info_records_shown_by_default(capsys):
+    import logging
+
+    from mteb_lrd.cli import main
+
+    package = logging.getLogger("mteb_lrd")
+    before = package.level
+    try:
+        for flags, level in (([], logging.INFO), (["-q"], logging.WARNING), (["-v"], logging.DEBUG)):
+            assert main([*flags, "panel", "list", "--json"]) == 0
+            assert package.level == level, flags
+    finally:
+        package.setLevel(before)
+    capsys.readouterr()

@@ -80,8 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    # the package's progress lines are INFO records: shown by default, hidden by -q, details by -v
+    logging.getLogger("mteb_lrd").setLevel(
+        logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     )
     try:
         preflight(args)

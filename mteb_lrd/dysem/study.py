@@ -10,7 +10,7 @@ Choices (language order, grid) only ever see the STS Benchmark dev split.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +21,8 @@ from mteb_lrd.io import atomic_write_text
 
 __all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "model_path",
            "resolve_sizes", "run_study"]  # fmt: skip
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TASKS: tuple[str, ...] = ("STSBenchmark", "STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R")
 
@@ -96,7 +98,9 @@ class StudyResult:
 
 
 def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)
+    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
+    hides them)."""
+    logger.info(message)
 
 
 def model_path(name: str) -> Path:

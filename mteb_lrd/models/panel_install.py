@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as metadata
 import importlib.util
+import logging
 import os
 import shutil
 import subprocess
@@ -39,6 +40,8 @@ __all__ = [
     "is_prepared",
     "prepare",
 ]
+
+logger = logging.getLogger(__name__)
 
 MARKER = ".mteb-lrd-panel.json"
 """File written last into a finished model folder; its presence means "prepared"."""
@@ -81,7 +84,9 @@ Progress = Callable[[str], None]
 
 
 def _stderr(message: str) -> None:
-    print(f"[mteb-lrd panel] {message}", file=sys.stderr, flush=True)
+    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
+    hides them)."""
+    logger.info(message)
 
 
 def prepare(

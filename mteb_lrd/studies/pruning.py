@@ -13,7 +13,7 @@ that was interrupted), so the study resumes.
 from __future__ import annotations
 
 import dataclasses
-import sys
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,11 +42,15 @@ __all__ = [
     "run_prune_study",
 ]
 
+logger = logging.getLogger(__name__)
+
 METHODS: tuple[str, ...] = (*RULES, "random", "last-k", "shortgpt", "angular")
 
 
 def _say(message: str) -> None:
-    print(f"[mteb-lrd prune-study] {message}", file=sys.stderr, flush=True)
+    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
+    hides them)."""
+    logger.info(message)
 
 
 def _encode_once(model: StudyModel, texts: list[str], batch_size: int) -> float:

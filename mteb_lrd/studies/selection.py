@@ -11,7 +11,7 @@ per-task Spearman ρ, the over-task summaries, partial correlations and leave-on
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from mteb_lrd.studies.runner import (
 
 __all__ = ["HEADLINE_SCORES", "measure_selection_cell", "run_selection_study"]
 
+logger = logging.getLogger(__name__)
+
 HEADLINE_SCORES: tuple[str, ...] = (
     "frenet_d0L",
     "frenet_total_arc_length",
@@ -43,7 +45,9 @@ HEADLINE_SCORES: tuple[str, ...] = (
 
 
 def _say(message: str) -> None:
-    print(f"[mteb-lrd select] {message}", file=sys.stderr, flush=True)
+    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
+    hides them)."""
+    logger.info(message)
 
 
 def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
