@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from mteb_lrd.dysem.store import RepresentationStore, text_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.extraction.identity import weights_digest
-from mteb_lrd.extraction.loading import resolve_device
+from mteb_lrd.extraction.loading import load_pretrained, resolve_device
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 
@@ -139,11 +139,8 @@ class RepresentationExtractor:
         device = resolve_device(device, model)
         dtype = dtype or torch.float32
         if isinstance(model, (str, os.PathLike)):
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            path = str(model)
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            model, tokenizer = load_pretrained(os.fspath(model), head="causal-lm", dtype=dtype, tokenizer=tokenizer,
+                                               sentence_transformer=False)  # fmt: skip
         if tokenizer is None:
             raise ValueError("a tokenizer is required when the model is given as an object")
         self.located = locate(model)

@@ -17,6 +17,7 @@ __all__ = [
     "LoadedModel",
     "is_sentence_transformer",
     "load_model",
+    "load_pretrained",
     "resolve_device",
     "resolve_dtype",
     "sentence_transformers_pooling_config",
@@ -170,6 +171,64 @@ def _from_pretrained(name: str, load: Any) -> Any:
         raise OSError(getattr(err, "errno", None), f"model {name!r}: {reason}; pass a model folder") from err
 
 
+def load_pretrained(
+    name: str,
+    *,
+    head: str = "base",
+    dtype: Any = None,
+    device: str | None = None,
+    revision: str | None = None,
+    tokenizer: Any = None,
+    sentence_transformer: bool | None = None,
+) -> tuple[Any, Any]:
+    """The one place a model is loaded from a folder or Hub id: ``(model, tokenizer)``.
+
+    A sentence-transformers model (a folder with ``modules.json``, or ``sentence_transformer=True``
+    for a Hub id known to be one) loads as a ``SentenceTransformer`` (tokenizer ``None``); anything
+    else as a transformers model with its tokenizer (``tokenizer`` when given).
+
+    Args:
+        name: a folder (``~`` expanded) or a Hub id.
+        head: ``"base"`` (``AutoModel``: hidden states only), ``"causal-lm"``
+            (``AutoModelForCausalLM``) or ``"auto"`` (the causal-LM head for decoders, by the config).
+        dtype: torch dtype or name (``None``: the checkpoint's own for transformers models).
+        device / revision: passed to the loaders.
+
+    Raises:
+        ValueError: for an unknown ``head``.
+        FileNotFoundError / NotADirectoryError / OSError: for a name that is no model, in one line.
+    """
+    if head not in ("base", "causal-lm", "auto"):
+        raise ValueError(f"head must be 'base', 'causal-lm' or 'auto'; got {head!r}")
+    location = model_location(name)
+    if sentence_transformer is None:
+        sentence_transformer = (Path(location) / "modules.json").is_file()
+    if sentence_transformer:
+        from sentence_transformers import SentenceTransformer
+
+        model_kwargs = {"dtype": dtype} if dtype is not None else None
+        return SentenceTransformer(
+            location, device=device, revision=revision, model_kwargs=model_kwargs
+        ), None
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    loader: Any = AutoModelForCausalLM if head == "causal-lm" else AutoModel
+    if head == "auto":
+        config = _from_pretrained(location, lambda n: AutoConfig.from_pretrained(n, revision=revision))
+        decoder = bool(getattr(config, "is_decoder", False)) or any(
+            a.endswith(("ForCausalLM", "LMHeadModel")) for a in (config.architectures or [])
+        )
+        loader = AutoModelForCausalLM if decoder else AutoModel
+    model = _from_pretrained(
+        location, lambda n: loader.from_pretrained(n, dtype=dtype or "auto", revision=revision)
+    )
+    if device is not None:
+        model = model.to(device)
+    if tokenizer is None:
+        tokenizer = _from_pretrained(location, lambda n: AutoTokenizer.from_pretrained(n, revision=revision))
+    return model, tokenizer
+
+
 def load_model(
     model: object,
     tokenizer: object = None,
@@ -191,18 +250,9 @@ def load_model(
     """
     if isinstance(model, (str, os.PathLike)):
         name = model_location(os.fspath(model))
-        if (Path(name) / "modules.json").is_file():
-            from sentence_transformers import SentenceTransformer
-
-            model = SentenceTransformer(
-                name, device=str(device), model_kwargs={"dtype": dtype} if dtype else None
-            )
-        else:
-            from transformers import AutoModel, AutoTokenizer
-
-            model = _from_pretrained(name, lambda n: AutoModel.from_pretrained(n, dtype=dtype or "auto"))
-            if tokenizer is None:
-                tokenizer = _from_pretrained(name, AutoTokenizer.from_pretrained)
+        model, tokenizer = load_pretrained(
+            name, head="base", dtype=dtype, device=str(device), tokenizer=tokenizer
+        )
     else:
         name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
     module: Any = model  # a SentenceTransformer or a transformers model (both torch modules)

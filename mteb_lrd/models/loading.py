@@ -98,6 +98,7 @@ def load_for_mteb(
     Raises:
         ValueError: for an unknown model, or an explicit name that is not ``organization/model``.
     """
+    from mteb_lrd.extraction.loading import load_pretrained
     from mteb_lrd.models.naming import check_name, model_name
 
     if name is not None:
@@ -107,16 +108,6 @@ def load_for_mteb(
         is_st = (target / "modules.json").is_file()
     else:
         is_st = _is_sentence_transformer_repo(target, revision)
-    if is_st:
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(str(target), device=device, revision=revision)
-        return model_name(model, name), model, None
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(str(target), revision=revision)
-    decoder = bool(getattr(config, "is_decoder", False)) or any(
-        a.endswith("ForCausalLM") or a.endswith("LMHeadModel") for a in (config.architectures or [])
-    )
-    hf = (AutoModelForCausalLM if decoder else AutoModel).from_pretrained(str(target), revision=revision)
-    return model_name(hf, name), hf, AutoTokenizer.from_pretrained(str(target), revision=revision)
+    model, tokenizer = load_pretrained(str(target), head="auto", device=device if is_st else None,
+                                       revision=revision, sentence_transformer=is_st)  # fmt: skip
+    return model_name(model, name), model, tokenizer

@@ -20,6 +20,7 @@ import numpy as np
 from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate
 from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.loading import load_pretrained
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import atomic_write_json, read_json
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
@@ -119,16 +120,11 @@ def load_study_model(
     path = prepare(spec, cache_dir) if entry is not None else Path(spec)
     if not path.is_dir():
         raise ValueError(f"{spec!r} is neither a panel model ({', '.join(PANEL)}) nor a model folder")
-    if (path / "modules.json").is_file():
-        from sentence_transformers import SentenceTransformer
-
-        model, tok = SentenceTransformer(str(path), device="cpu"), None
+    sentence_transformer = (path / "modules.json").is_file()
+    model, tok = load_pretrained(str(path), head="base", dtype=None if sentence_transformer else "float32",
+                                 device="cpu", tokenizer=tokenizer)  # fmt: skip
+    if tok is None:
         model.max_seq_length = min(int(model.max_seq_length or max_length), max_length)
-    else:
-        from transformers import AutoModel, AutoTokenizer
-
-        model = AutoModel.from_pretrained(str(path), dtype="float32")
-        tok = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(str(path))
     located = locate(model)
     hf = located.model
     params = sum(p.numel() for p in hf.parameters())
