@@ -17,7 +17,10 @@ def test_each_folder_and_head_loads_the_right_class(tiny_model_dir, tiny_st_dir)
     assert type(load_pretrained(str(tiny_model_dir("llama")), head="base")[0]).__name__ == "LlamaModel"
     assert type(load_pretrained(str(tiny_model_dir("bert")), head="auto")[0]).__name__ == "BertModel"
     bert, _ = load_pretrained(str(tiny_model_dir("bert")), dtype="float16")
-    assert next(bert.parameters()).dtype.is_floating_point and str(next(bert.parameters()).dtype) == "torch.float16"
+    assert (
+        next(bert.parameters()).dtype.is_floating_point
+        and str(next(bert.parameters()).dtype) == "torch.float16"
+    )
 
 
 def test_bad_input_is_one_clear_error(tmp_path):
