@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "GFMIResult": "mteb_lrd.metrics.gfmi",
     "lrd": "mteb_lrd.metrics.lrd",
     "LRDResult": "mteb_lrd.metrics.lrd",
+    "MetricParams": "mteb_lrd.metrics.params",
     "LayerStates": "mteb_lrd.extraction.extractor",
     "LayerExtractor": "mteb_lrd.extraction.extractor",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
+    from mteb_lrd.metrics.params import MetricParams  # noqa: F401
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
     from mteb_lrd.pruning.record import pruning_record  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401

@@ -17,6 +17,7 @@ from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import prepare_states
 
 __all__ = ["LRDResult", "lrd", "to_jsonable"]
@@ -83,6 +84,15 @@ class LRDResult:
         )
 
 
+def _only_params(*values: object) -> None:
+    """Refuse metric keywords given beside ``params=`` (one source for every parameter)."""
+    default = MetricParams()
+    defaults = (default.rank, default.var_threshold, default.nrs_k, default.n_anchors, default.gfmi_k,
+                default.percentiles, default.backend)  # fmt: skip
+    if any(value is not base and value != base for value, base in zip(values, defaults, strict=True)):
+        raise ValueError("give the metric parameters either as params= or as keywords, not both")
+
+
 def lrd(
     states: object,
     *,
@@ -94,15 +104,28 @@ def lrd(
     gfmi_k: int = 30,
     percentiles: object = None,
     backend: str = "auto",
+    params: MetricParams | None = None,
 ) -> LRDResult:
     """Run Frenet, NRS and GFMI on ``states`` of shape ``(L+1, N, d)``.
 
     Numbers equal those of :func:`~mteb_lrd.frenet`, :func:`~mteb_lrd.nrs` and :func:`~mteb_lrd.gfmi`
-    called separately with the same parameters; the kNN search is done once per layer.
+    called separately with the same parameters; the kNN search is done once per layer. The metric
+    parameters are the keywords, or one validated :class:`~mteb_lrd.metrics.params.MetricParams`
+    (``params=``; the keywords then stay at their defaults).
 
     Raises:
-        ValueError: as the three functions do (fewer than 2 layers, ``N <= k``, bad parameters).
+        ValueError: as the three functions do (fewer than 2 layers, ``N <= k``, bad parameters), or
+            ``params`` together with a metric keyword.
     """
+    if params is not None:
+        _only_params(rank, var_threshold, nrs_k, n_anchors, gfmi_k, percentiles, backend)
+        rank, var_threshold, nrs_k, n_anchors = (
+            params.rank,
+            params.var_threshold,
+            params.nrs_k,
+            params.n_anchors,
+        )
+        gfmi_k, percentiles, backend = params.gfmi_k, params.percentiles, params.backend
     for name, value in (("nrs_k", nrs_k), ("gfmi_k", gfmi_k)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer; got {value!r}")
@@ -126,7 +149,7 @@ def lrd(
         jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped, interval
     )
     gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
-    params = {
+    recorded = {
         "rank": rank,
         "var_threshold": var_threshold,
         "nrs_k": nrs_k,
@@ -141,5 +164,5 @@ def lrd(
         gfmi_result,
         int(prepared.kept.size + prepared.n_dropped),
         prepared.n_dropped,
-        params,
+        recorded,
     )

@@ -104,3 +104,15 @@ def test_lrd_rejects_bad_parameters(states, bad):
 def test_lrd_needs_more_rows_than_the_larger_k(states):
     with pytest.raises(ValueError, match="at least 31 valid rows"):
         lrd(states[:, :30])
+
+
+def test_lrd_takes_its_metric_parameters_as_one_object():
+    from mteb_lrd.metrics.params import MetricParams
+
+    states = np.random.RandomState(5).randn(4, 60, 12)
+    by_keywords = lrd(states, nrs_k=5, n_anchors=30, gfmi_k=6, rank=3)
+    by_object = lrd(states, params=MetricParams(nrs_k=5, n_anchors=30, gfmi_k=6, rank=3))
+    assert by_object.summary() == pytest.approx(by_keywords.summary(), nan_ok=True)
+    assert by_object.params == by_keywords.params
+    with pytest.raises(ValueError, match="either as params= or as keywords"):
+        lrd(states, params=MetricParams(nrs_k=5), gfmi_k=6)
