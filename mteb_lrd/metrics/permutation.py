@@ -1,0 +1,146 @@
+"""Permutation tests with the model as the unit: exact over every order of the models up to
+:data:`EXACT_LIMIT` models, Monte Carlo with a stated number of draws above, and Holm's adjustment
+for a family of such tests.
+
+A rank correlation across n models is tested by relabelling the models: every one of the n! orders
+of one variable against the other is equally likely under "no association". With several tasks,
+:func:`joint_permutation` relabels the models *jointly* across tasks (one order for all tasks), so
+the tasks' shared models are never treated as independent samples.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "EXACT_LIMIT",
+    "MONTE_CARLO_RESAMPLES",
+    "PermutationTest",
+    "holm",
+    "joint_permutation",
+    "permutation_spearman",
+]
+
+EXACT_LIMIT = 10
+"""Up to this many models every order is enumerated (10! = 3,628,800)."""
+
+MONTE_CARLO_RESAMPLES = 100_000
+"""Random orders drawn above :data:`EXACT_LIMIT`; the p-value is ``(hits + 1) / (draws + 1)``."""
+
+_CHUNK = 200_000  # orders evaluated at once
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """A statistic, its two-sided permutation p-value, the number of models and how p was found.
+
+    Attributes:
+        statistic: Spearman ρ (one task) or the median / mean ρ over tasks.
+        p: two-sided: the share of orders whose ``|statistic|`` is at least the observed one.
+        n: models. exact: every order enumerated. orders: orders evaluated.
+    """
+
+    statistic: float
+    p: float
+    n: int
+    exact: bool
+    orders: int
+
+
+def _centred_ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks along the last axis, centred and scaled to unit norm (zeros when constant)."""
+    ranks = stats.rankdata(values, axis=-1)
+    ranks -= ranks.mean(axis=-1, keepdims=True)
+    norm = np.linalg.norm(ranks, axis=-1, keepdims=True)
+    return np.divide(ranks, norm, out=np.zeros_like(ranks), where=norm > 0)
+
+
+def _orders(n: int, resamples: int, seed: int) -> tuple[Iterator[np.ndarray], bool, int]:
+    """Chunks of orders (index arrays): every order when ``n <= EXACT_LIMIT``, else random ones."""
+    if n <= EXACT_LIMIT:
+        every = itertools.permutations(range(n))
+
+        def exact() -> Iterator[np.ndarray]:
+            while chunk := list(itertools.islice(every, _CHUNK)):
+                yield np.array(chunk, dtype=np.intp)
+
+        return exact(), True, math.factorial(n)
+    rng = np.random.default_rng(seed)
+
+    def sampled() -> Iterator[np.ndarray]:
+        for start in range(0, resamples, _CHUNK):
+            yield rng.permuted(np.tile(np.arange(n), (min(_CHUNK, resamples - start), 1)), axis=1)
+
+    return sampled(), False, resamples
+
+
+def _statistic(rho: np.ndarray, how: str) -> np.ndarray:
+    return np.median(rho, axis=-1) if how == "median" else np.mean(rho, axis=-1)
+
+
+def joint_permutation(
+    x: object, y: object, *, statistic: str = "median", resamples: int = MONTE_CARLO_RESAMPLES, seed: int = 0
+) -> PermutationTest:
+    """Test the median (or mean) over tasks of Spearman ρ(``x``, each row of ``y``), relabelling the
+    models jointly across tasks.
+
+    Args:
+        x: ``(n,)`` one score per model. y: ``(tasks, n)`` each task's main score per model.
+        statistic: ``"median"`` or ``"mean"`` over tasks.
+        resamples / seed: the Monte Carlo draws above :data:`EXACT_LIMIT` models.
+
+    Raises:
+        ValueError: fewer than 3 models, shapes that do not match, non-finite values, a bad statistic.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    b = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    if a.ndim != 1 or b.ndim != 2 or b.shape[1] != a.size:
+        raise ValueError(f"x must be (n,) and y (tasks, n); got {a.shape} and {b.shape}")
+    if a.size < 3:
+        raise ValueError(f"a permutation test needs at least 3 models; got {a.size}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("x and y must be finite")
+    if statistic not in ("median", "mean"):
+        raise ValueError(f"statistic must be 'median' or 'mean'; got {statistic!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
+    rx, ry = _centred_ranks(a), _centred_ranks(b)
+    observed = float(_statistic(ry @ rx, statistic))
+    chunks, exact, count = _orders(a.size, resamples, seed)
+    hits = sum(int(np.sum(np.abs(_statistic(rx[order] @ ry.T, statistic)) >= abs(observed) - 1e-12))
+               for order in chunks)  # fmt: skip
+    p = hits / count if exact else (hits + 1) / (count + 1)
+    return PermutationTest(observed, min(1.0, p), int(a.size), exact, count)
+
+
+def permutation_spearman(
+    x: object, y: object, *, resamples: int = MONTE_CARLO_RESAMPLES, seed: int = 0
+) -> PermutationTest:
+    """Spearman ρ across models with its permutation p-value (exact up to :data:`EXACT_LIMIT` models).
+
+    Raises:
+        ValueError: as :func:`joint_permutation`.
+    """
+    return joint_permutation(x, np.asarray(y, dtype=np.float64)[None, :], resamples=resamples, seed=seed)
+
+
+def holm(pvalues: object) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (same order as given, capped at 1).
+
+    Raises:
+        ValueError: for an empty family or a value outside [0, 1].
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError(f"p-values must be a non-empty 1-d sequence in [0, 1]; got {pvalues!r}")
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * (p.size - np.arange(p.size))
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return adjusted

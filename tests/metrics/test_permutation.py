@@ -1,0 +1,87 @@
+"""Permutation tests against hand-counted tables and a plain loop over orders."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mteb_lrd.metrics import permutation
+from mteb_lrd.metrics.permutation import holm, joint_permutation, permutation_spearman
+
+
+@pytest.mark.parametrize(
+    ("y", "rho", "p"),
+    [
+        # n = 6: the exact two-sided p of the issue's reported correlations (720 orders)
+        ([2, 1, 4, 3, 5, 6], 0.886, 0.033),
+        ([1, 3, 2, 5, 4, 6], 0.886, 0.033),
+        ([2, 3, 1, 4, 5, 6], 0.829, 0.058),
+        ([6, 5, 3, 4, 2, 1], -0.943, 0.017),
+        ([2, 1, 3, 6, 4, 5], 0.771, 0.103),
+    ],
+)
+def test_exact_p_at_six_models(y, rho, p):
+    test = permutation_spearman([1, 2, 3, 4, 5, 6], y)
+    assert test.exact and test.orders == 720 and test.n == 6
+    assert test.statistic == pytest.approx(rho, abs=5e-4)
+    assert test.p == pytest.approx(p, abs=5e-4)
+
+
+def _loop(x, y_rows, how):
+    """Every order, one at a time, through scipy's Spearman."""
+    n = len(x)
+
+    def stat(xx):
+        values = [stats.spearmanr(xx, row).statistic for row in y_rows]
+        return np.median(values) if how == "median" else np.mean(values)
+
+    observed = stat(x)
+    orders = list(itertools.permutations(range(n)))
+    hits = sum(abs(stat([x[i] for i in order])) >= abs(observed) - 1e-12 for order in orders)
+    return observed, hits / len(orders)
+
+
+@pytest.mark.parametrize("how", ["median", "mean"])
+def test_joint_permutation_equals_the_loop_with_ties(how):
+    rng = np.random.RandomState(3)
+    x = [0.3, 0.1, 0.3, 0.9, 0.5, 0.2]  # a tie
+    y = rng.rand(3, 6).round(1)  # ties inside tasks
+    test = joint_permutation(x, y, statistic=how)
+    observed, p = _loop(x, y, how)
+    assert test.statistic == pytest.approx(observed, abs=1e-12) and test.p == pytest.approx(p, abs=1e-12)
+
+
+def test_monte_carlo_above_the_exact_limit(monkeypatch):
+    monkeypatch.setattr(permutation, "EXACT_LIMIT", 5)
+    x = np.arange(7.0)
+    y = x + np.array([0.5, -0.5, 0.2, 0.0, -0.2, 0.3, 0.1])
+    test = permutation_spearman(x, y, resamples=20_000, seed=1)
+    assert not test.exact and test.orders == 20_000 and test.p >= 1 / 20_001
+    monkeypatch.setattr(permutation, "EXACT_LIMIT", 10)
+    exact = permutation_spearman(x, y)  # 5,040 orders
+    assert exact.exact and test.p == pytest.approx(exact.p, abs=0.005)  # 20,000 draws: SE < 0.002
+
+
+def test_holm_by_hand():
+    assert holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: permutation_spearman([1, 2], [2, 1]), "at least 3 models"),
+        (lambda: permutation_spearman([1, 2, 3], [1, 2]), "x must be"),
+        (lambda: permutation_spearman([1, 2, np.nan], [1, 2, 3]), "finite"),
+        (lambda: joint_permutation([1, 2, 3], [[1, 2, 3]], statistic="max"), "statistic must be"),
+        (lambda: permutation_spearman([1, 2, 3], [1, 2, 3], resamples=0), "resamples"),
+        (lambda: holm([]), "p-values"),
+        (lambda: holm([1.5]), "p-values"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
