@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from mteb_lrd.metrics.permutation import permutation_spearman
+
 __all__ = [
     "Correlation",
     "PairedDifference",
@@ -64,14 +66,18 @@ def _check_bootstrap(confidence: float, n_resamples: int) -> None:
 
 
 def spearman(x: object, y: object) -> Correlation:
-    """Spearman's ρ and its p-value (scipy); NaN when n < 3 or a vector is constant."""
+    """Spearman's ρ and its two-sided permutation p-value, the models as the unit (exact over every
+    order up to :data:`~mteb_lrd.metrics.permutation.EXACT_LIMIT` items, Monte Carlo above: see
+    :func:`~mteb_lrd.metrics.permutation.permutation_spearman`); NaN when n < 3 or a vector is
+    constant. scipy's t-approximation misstates p at a handful of models (ρ = 0.829 at n = 6: 0.04
+    against the exact 0.058)."""
     a, b = _vector(x, "x"), _vector(y, "y")
     if a.size != b.size:
         raise ValueError(f"x and y must have the same length, got {a.size} and {b.size}")
     if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(float("nan"), float("nan"), int(a.size))
-    result = stats.spearmanr(a, b)
-    return Correlation(float(result.statistic), float(result.pvalue), int(a.size))
+    test = permutation_spearman(a, b)
+    return Correlation(float(test.statistic), float(test.p), int(a.size))
 
 
 def _partial_inputs(x: object, y: object, covariates: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

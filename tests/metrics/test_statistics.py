@@ -24,7 +24,13 @@ Z = np.array([5.0, 1.0, 3.0, 2.0, 8.0, 4.0, 6.0])
 def test_spearman_matches_scipy_and_hand_case():
     got = spearman(X, Y)
     ref = stats.spearmanr(X, Y)
-    assert got.rho == pytest.approx(ref.statistic) and got.p == pytest.approx(ref.pvalue) and got.n == 7
+
+    def rho(y):
+        return stats.spearmanr(X, y).statistic
+
+    exact = stats.permutation_test((Y,), rho, permutation_type="pairings", n_resamples=np.inf)
+    assert got.rho == pytest.approx(ref.statistic) and got.n == 7
+    assert got.p == pytest.approx(exact.pvalue)  # scipy's own exact permutation test (5,040 orders)
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]).rho == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]).rho == pytest.approx(-1.0)
 
