@@ -25,7 +25,11 @@ __all__ = [
     "holm",
     "joint_permutation",
     "permutation_spearman",
+    "sign_flip",
 ]
+
+SIGN_FLIP_EXACT_LIMIT = 20
+"""Up to this many units every sign assignment is enumerated (2^20 = 1,048,576)."""
 
 EXACT_LIMIT = 10
 """Up to this many models every order is enumerated (10! = 3,628,800)."""
@@ -144,3 +148,35 @@ def holm(pvalues: object) -> np.ndarray:
     adjusted = np.empty_like(p)
     adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
     return adjusted
+
+
+def sign_flip(
+    differences: object, *, resamples: int = MONTE_CARLO_RESAMPLES, seed: int = 0
+) -> PermutationTest:
+    """Test that paired differences (one per unit, e.g. one per model after averaging its tasks)
+    centre on zero: the mean difference and the share of sign assignments whose ``|mean|`` is at
+    least the observed one (every one of the 2^n up to :data:`SIGN_FLIP_EXACT_LIMIT` units, else
+    ``resamples`` random ones). With 3 models all favouring one side, p = 2 / 8 = 0.25.
+
+    Raises:
+        ValueError: for no difference, non-finite values or bad ``resamples``.
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1 or d.size == 0 or not np.all(np.isfinite(d)):
+        raise ValueError(
+            f"differences must be a non-empty 1-d sequence of finite numbers; got {differences!r}"
+        )
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
+    observed = float(d.mean())
+    exact = d.size <= SIGN_FLIP_EXACT_LIMIT
+    if exact:
+        count = 2**d.size
+        codes = np.arange(count, dtype=np.int64)[:, None]
+        signs = 1 - 2 * ((codes >> np.arange(d.size)) & 1)  # every assignment, as rows of ±1
+    else:
+        count = resamples
+        signs = np.random.default_rng(seed).choice([-1, 1], size=(resamples, d.size))
+    hits = int(np.sum(np.abs(signs @ d / d.size) >= abs(observed) - 1e-12))
+    p = hits / count if exact else (hits + 1) / (count + 1)
+    return PermutationTest(observed, min(1.0, p), int(d.size), exact, count)

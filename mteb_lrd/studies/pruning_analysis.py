@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.metrics.permutation import sign_flip
 from mteb_lrd.metrics.statistics import bootstrap_ci, wilcoxon_paired
 
 __all__ = ["analyse_pruning", "random_seed_spread"]
@@ -31,10 +32,19 @@ def random_seed_spread(per_seed_means: Mapping[int, float]) -> dict[str, float]:
     }
 
 
+def _per_model(cells: list[tuple[str, str]], values: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` (one per cell) over each model's cells: the model as the unit."""
+    models = list(dict.fromkeys(model for model, _ in cells))
+    return np.array([values[[i for i, (m, _) in enumerate(cells) if m == model]].mean() for model in models])
+
+
 def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 10_000) -> dict[str, Any]:
     """Per budget and method: mean / median Δ, bootstrap CI of the mean, Wilcoxon vs Random, win share, speed-up.
 
     Random is the mean over its seeds within each cell; the other methods are paired with it by cell.
+    Cells of one model are not independent: ``model_p_vs_random`` is an exact sign-flip test over
+    models of each model's mean (over its tasks) of Δ − Random's Δ, with ``n_models`` its effective n
+    (the cell-level Wilcoxon is kept, labelled as over cells that share models).
     Per budget, ``random_seeds`` gives Random's spread over seeds (:func:`random_seed_spread` of each
     seed's mean Δ over cells) and every method's entry says whether its mean Δ lies inside that range
     (``within_random_range``). ``base`` lists each cell's unpruned score and the decoder's text
@@ -77,6 +87,7 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
                 [np.mean([c["speedup"] for c in per[(method, budget)]]) for per in cells.values()]
             )
             low, high = bootstrap_ci(deltas, n_resamples=n_resamples, seed=0)
+            per_model = _per_model(list(cells), deltas - random)
             table.setdefault(method, {})[f"{budget:g}"] = {
                 "mean": float(deltas.mean()),
                 "median": float(np.median(deltas)),
@@ -86,6 +97,8 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
                 if method == "random"
                 else wilcoxon_paired(deltas, random),
                 "share_beats_random": float(np.mean(deltas > random)),
+                "n_models": len(per_model),
+                "model_p_vs_random": float("nan") if method == "random" else sign_flip(per_model).p,
                 "speedup": float(speed.mean()),
                 "random_spread": float(
                     np.mean([np.std([c["delta"] for c in per[("random", budget)]]) for per in cells.values()])

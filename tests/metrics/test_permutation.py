@@ -85,3 +85,16 @@ def test_holm_by_hand():
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_sign_flip_by_hand():
+    from mteb_lrd.metrics.permutation import sign_flip
+
+    three = sign_flip([0.02, 0.01, 0.03])  # three models, all on one side: 2 of 8 assignments
+    assert (three.p, three.orders, three.exact) == (0.25, 8, True) and three.statistic == pytest.approx(0.02)
+    mixed = sign_flip([1.0, -1.0, 2.0, 0.5])
+    flips = [abs(sum(s * v for s, v in zip(signs, [1.0, -1.0, 2.0, 0.5], strict=True)))
+             for signs in itertools.product([1, -1], repeat=4)]  # fmt: skip
+    assert mixed.p == pytest.approx(sum(f >= 2.5 - 1e-12 for f in flips) / 16)
+    with pytest.raises(ValueError, match="differences"):
+        sign_flip([])

@@ -50,3 +50,20 @@ def test_analysis_reports_random_range_and_membership():
 def test_a_seed_missing_in_some_cell_is_left_out_of_the_range():
     records = [_record("a", 0.0, {0: 0.0, 1: -0.1}), _record("b", 0.0, {0: -0.02})]
     assert analyse_pruning(records, n_resamples=100)["random_seeds"]["0.2"]["n_seeds"] == 1
+
+
+def test_the_model_is_the_unit_of_the_test_against_random():
+    """Three cells of model a and one of b: two units, not four. Per model, the mean over its
+    tasks of gfmi's Δ minus Random's; then all 2^2 sign assignments."""
+    records = []
+    for task, gfmi in (("T1", 0.01), ("T2", 0.03), ("T3", -0.01)):
+        records.append({**_record("a", gfmi, {0: 0.0, 1: 0.0}), "task": task})
+    records.append(_record("b", 0.02, {0: 0.01, 1: 0.01}))
+    entry = analyse_pruning(records, n_resamples=100)["table"]["gfmi"]["0.2"]
+    per_model = [(0.01 + 0.03 - 0.01) / 3, 0.02 - 0.01]  # a: 0.01, b: 0.01
+    assert entry["n_models"] == 2
+    flips = [abs(s1 * per_model[0] + s2 * per_model[1]) / 2 for s1 in (1, -1) for s2 in (1, -1)]
+    assert entry["model_p_vs_random"] == pytest.approx(sum(f >= 0.01 - 1e-12 for f in flips) / 4)  # 0.5
+    assert math.isnan(
+        analyse_pruning(records, n_resamples=100)["table"]["random"]["0.2"]["model_p_vs_random"]
+    )
