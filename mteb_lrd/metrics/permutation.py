@@ -95,19 +95,21 @@ def joint_permutation(
     models jointly across tasks.
 
     Args:
-        x: ``(n,)`` one score per model. y: ``(tasks, n)`` each task's main score per model.
+        x: ``(n,)`` one score per model, or ``(tasks, n)`` a score per model and task.
+            y: ``(tasks, n)`` each task's main score per model.
         statistic: ``"median"`` or ``"mean"`` over tasks.
         resamples / seed: the Monte Carlo draws above :data:`EXACT_LIMIT` models.
 
     Raises:
         ValueError: fewer than 3 models, shapes that do not match, non-finite values, a bad statistic.
     """
-    a = np.asarray(x, dtype=np.float64)
     b = np.atleast_2d(np.asarray(y, dtype=np.float64))
-    if a.ndim != 1 or b.ndim != 2 or b.shape[1] != a.size:
-        raise ValueError(f"x must be (n,) and y (tasks, n); got {a.shape} and {b.shape}")
-    if a.size < 3:
-        raise ValueError(f"a permutation test needs at least 3 models; got {a.size}")
+    a = np.asarray(x, dtype=np.float64)
+    if b.ndim != 2 or a.shape not in ((b.shape[1],), b.shape):
+        raise ValueError(f"x must be (n,) or (tasks, n) and y (tasks, n); got {a.shape} and {b.shape}")
+    a = np.broadcast_to(a, b.shape)
+    if b.shape[1] < 3:
+        raise ValueError(f"a permutation test needs at least 3 models; got {b.shape[1]}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("x and y must be finite")
     if statistic not in ("median", "mean"):
@@ -115,12 +117,15 @@ def joint_permutation(
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
     rx, ry = _centred_ranks(a), _centred_ranks(b)
-    observed = float(_statistic(ry @ rx, statistic))
-    chunks, exact, count = _orders(a.size, resamples, seed)
-    hits = sum(int(np.sum(np.abs(_statistic(rx[order] @ ry.T, statistic)) >= abs(observed) - 1e-12))
-               for order in chunks)  # fmt: skip
+    n = b.shape[1]
+    observed = float(_statistic(np.sum(rx * ry, axis=-1), statistic))
+    chunks, exact, count = _orders(n, resamples, seed)
+    hits = 0
+    for order in chunks:  # rho[p, t] = Σ_i rx[t, order[p, i]] · ry[t, i]
+        rho = np.einsum("tpi,ti->pt", rx[:, order], ry)
+        hits += int(np.sum(np.abs(_statistic(rho, statistic)) >= abs(observed) - 1e-12))
     p = hits / count if exact else (hits + 1) / (count + 1)
-    return PermutationTest(observed, min(1.0, p), int(a.size), exact, count)
+    return PermutationTest(observed, min(1.0, p), int(n), exact, count)
 
 
 def permutation_spearman(

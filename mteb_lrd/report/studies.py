@@ -175,6 +175,22 @@ def _control_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> list
     )
 
 
+def _model_level_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> list[str]:
+    """The median ρ over tasks tested with the model as the unit, raw and Holm-adjusted p."""
+    tested = analysis.get("model_level") or {}
+    names = [n for n in headline if n in tested]
+    if not names:
+        return []
+    alpha = analysis.get("alpha", 0.05)
+    lines = ["", f"### The model as the unit (significance level α = {alpha}, used throughout)", "",
+             "Median ρ over tasks; p from relabelling the models jointly across tasks (every order up "
+             "to 10 models), then Holm's adjustment over the scores below.", ""]  # fmt: skip
+    rows = [[n, tested[n]["median_rho"], tested[n]["p"], tested[n]["p_holm"],
+             "exact" if tested[n]["exact"] else "Monte Carlo", tested[n]["n_models"], tested[n]["n_tasks"]]
+            for n in names]  # fmt: skip
+    return lines + _table(["score", "median ρ", "p", "p (Holm)", "p by", "models", "tasks"], rows)
+
+
 def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
     """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
     summary = analysis["summary"]
@@ -182,6 +198,7 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines = ["# Label-free model selection", "", *_panel_lines(analysis)]
     lines += ["", "## Correlation with the main score, over tasks", ""]
     lines += _summary_table(summary, [n for n in order if n in headline])
+    lines += _model_level_lines(analysis, headline)
     lines += _control_lines(analysis, headline)
     lines += ["", "## What this panel can and cannot show", ""] + [f"- {c}" for c in analysis["caveats"]]
     lines += ["", "## All scores (median ρ over tasks)", "", *_summary_table(summary, order)]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.metrics.permutation import holm, joint_permutation
 from mteb_lrd.metrics.statistics import Correlation, partial_pearson, partial_spearman, spearman
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 
@@ -242,6 +243,43 @@ def records_reproduce(records: Sequence[Mapping[str, Any]]) -> str:
     return modes.pop() if modes else "ours"
 
 
+ALPHA = 0.05
+"""The one significance level of the studies' reports."""
+
+
+def model_level_tests(
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]], main: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, Any]]:
+    """Per score: the median ρ over tasks tested by relabelling the models jointly across tasks
+    (:func:`~mteb_lrd.metrics.permutation.joint_permutation`, exact up to 10 models), on the models
+    and tasks where every model has the score, then Holm's adjustment over the scores tested.
+
+    Returns:
+        ``{score: {"median_rho", "p", "p_holm", "exact", "n_models", "n_tasks"}}``.
+    """
+    tasks = sorted(main)
+    models = sorted(set.intersection(*(set(main[t]) for t in tasks))) if tasks else []
+    names = sorted({name for t in tasks for values in scores.get(t, {}).values() for name in values})
+    tested: dict[str, dict[str, Any]] = {}
+    for name in names:
+        usable = [t for t in tasks if all(np.isfinite(scores.get(t, {}).get(m, {}).get(name, np.nan))
+                                          for m in models)]  # fmt: skip
+        if len(models) < MIN_MODELS or not usable:
+            continue
+        x = np.array([[scores[t][m][name] for m in models] for t in usable])
+        y = np.array([[main[t][m] for m in models] for t in usable])
+        if np.any(np.ptp(x, axis=1) == 0) or np.any(np.ptp(y, axis=1) == 0):
+            continue
+        test = joint_permutation(x, y)
+        tested[name] = {"median_rho": test.statistic, "p": test.p, "exact": test.exact,
+                        "n_models": test.n, "n_tasks": len(usable)}  # fmt: skip
+    if tested:
+        adjusted = holm([entry["p"] for entry in tested.values()])
+        for entry, p_holm in zip(tested.values(), adjusted, strict=True):
+            entry["p_holm"] = float(p_holm)
+    return tested
+
+
 def analyse_selection(
     records: Sequence[Mapping[str, Any]], *, min_models: int = 4, reproduce: str | None = None
 ) -> dict[str, Any]:
@@ -256,7 +294,8 @@ def analyse_selection(
 
     Returns:
         A JSON-serialisable dict with ``models``, ``tasks``, ``table`` (per cell), ``per_task``
-        (score → task → ρ, p, n), ``summary`` (score → over-task summary), ``partial``
+        (score → task → ρ, p, n), ``summary`` (score → over-task summary), ``model_level`` (score →
+        joint permutation test over models with its Holm-adjusted p, :func:`model_level_tests`), ``partial``
         (control → score → summary), ``lofo`` (score → family → summary) and ``caveats``.
     """
     mode = records_reproduce(records) if reproduce is None else reproduce
@@ -298,6 +337,8 @@ def analyse_selection(
             for name, per in per_task.items()
         },
         "summary": summary,
+        "model_level": model_level_tests(scores, main),
+        "alpha": ALPHA,
         "partial": partial,
         "lofo": lofo,
         "caveats": panel_caveats(models, len(main)),

@@ -98,3 +98,18 @@ def test_sign_flip_by_hand():
     assert mixed.p == pytest.approx(sum(f >= 2.5 - 1e-12 for f in flips) / 16)
     with pytest.raises(ValueError, match="differences"):
         sign_flip([])
+
+
+def test_joint_permutation_with_a_score_per_model_and_task():
+    rng = np.random.RandomState(8)
+    x = rng.rand(2, 5).round(2)  # each task its own LRD score per model
+    y = rng.rand(2, 5)
+    test = joint_permutation(x, y)
+    orders = list(itertools.permutations(range(5)))
+
+    def stat(order):
+        return np.median([stats.spearmanr(x[t][list(order)], y[t]).statistic for t in range(2)])
+
+    observed = stat(range(5))
+    p = sum(abs(stat(o)) >= abs(observed) - 1e-12 for o in orders) / len(orders)
+    assert test.statistic == pytest.approx(observed) and test.p == pytest.approx(p)

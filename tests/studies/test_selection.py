@@ -92,3 +92,22 @@ def test_caveats_say_when_panel_is_small():
     notes = panel_caveats(MODELS, n_tasks=3)
     assert any("0.886" in n for n in notes) and any("3 tasks" in n for n in notes)
     assert any("only 2 models" in n for n in panel_caveats({k: MODELS[k] for k in "ab"}, 10))
+
+
+def test_model_level_tests_relabel_models_jointly_and_adjust_by_holm():
+    from mteb_lrd.metrics.permutation import holm, joint_permutation
+    from mteb_lrd.studies.selection_analysis import model_level_tests
+
+    models = ["m1", "m2", "m3", "m4", "m5"]
+    main = {"A": dict(zip(models, [0.1, 0.5, 0.3, 0.9, 0.7], strict=True)),
+            "B": dict(zip(models, [0.2, 0.4, 0.6, 0.8, 0.3], strict=True))}  # fmt: skip
+    d0l = {"A": [1.0, 4.0, 3.0, 5.0, 2.0], "B": [2.0, 3.0, 5.0, 4.0, 1.0]}
+    nrs = {"A": [0.5, 0.1, 0.2, 0.3, 0.4], "B": [0.9, 0.8, 0.1, 0.2, 0.3]}
+    scores = {t: {m: {"frenet_d0L": d0l[t][i], "nrs_mean_jaccard": nrs[t][i]} for i, m in enumerate(models)}
+              for t in ("A", "B")}  # fmt: skip
+    tested = model_level_tests(scores, main)
+    y = [[main[t][m] for m in models] for t in ("A", "B")]
+    raw = [joint_permutation([d0l["A"], d0l["B"]], y).p, joint_permutation([nrs["A"], nrs["B"]], y).p]
+    assert [tested["frenet_d0L"]["p"], tested["nrs_mean_jaccard"]["p"]] == pytest.approx(raw)
+    assert [tested["frenet_d0L"]["p_holm"], tested["nrs_mean_jaccard"]["p_holm"]] == pytest.approx(holm(raw))
+    assert tested["frenet_d0L"]["n_models"] == 5 and tested["frenet_d0L"]["n_tasks"] == 2
