@@ -19,6 +19,7 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "Interval",
     "bootstrap_mean",
+    "bootstrap_median_spearman",
     "bootstrap_spearman",
 ]
 
@@ -166,3 +167,34 @@ def bootstrap_spearman(
             np.stack([_weighted_correlation(_resampled_ranks(row, counts), ry, counts) for row in x], 1)
         )
     return _interval(np.concatenate(estimates), resamples, seed, confidence, over)
+
+
+def bootstrap_median_spearman(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    confidence: float = BOOTSTRAP_CONFIDENCE,
+) -> Interval:
+    """Interval of the median over tasks of Spearman ρ(``x[t]``, ``y[t]``), resampling the ``n``
+    models (columns) with the same draw for every task: the model as the unit.
+
+    Args:
+        x / y: ``(tasks, n)`` a score and the main score per task and model.
+
+    Raises:
+        ValueError: shapes that do not match, fewer than 2 models, or bad ``resamples`` / ``confidence``.
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    _check(x, resamples, confidence)
+    if y.shape != x.shape:
+        raise ValueError(f"x and y must have the same (tasks, n) shape; got {x.shape} and {y.shape}")
+    estimates = []
+    for idx in _draws(x.shape[1], resamples, seed, 2 * x.shape[0]):
+        counts = _counts(idx)
+        rho = np.stack([_weighted_correlation(_resampled_ranks(xt, counts), _resampled_ranks(yt, counts), counts)
+                        for xt, yt in zip(x, y, strict=True)], axis=1)  # fmt: skip
+        estimates.append(np.nanmedian(rho, axis=1)[:, None])
+    return _interval(np.concatenate(estimates), resamples, seed, confidence, "models")

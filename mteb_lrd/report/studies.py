@@ -183,12 +183,14 @@ def _model_level_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> 
         return []
     alpha = analysis.get("alpha", 0.05)
     lines = ["", f"### The model as the unit (significance level α = {alpha}, used throughout)", "",
-             "Median ρ over tasks; p from relabelling the models jointly across tasks (every order up "
-             "to 10 models), then Holm's adjustment over the scores below.", ""]  # fmt: skip
-    rows = [[n, tested[n]["median_rho"], tested[n]["p"], tested[n]["p_holm"],
-             "exact" if tested[n]["exact"] else "Monte Carlo", tested[n]["n_models"], tested[n]["n_tasks"]]
-            for n in names]  # fmt: skip
-    return lines + _table(["score", "median ρ", "p", "p (Holm)", "p by", "models", "tasks"], rows)
+             "Median ρ over tasks with a bootstrap interval over models; p from relabelling the models "
+             "jointly across tasks (every order up to 10 models), then Holm's adjustment over the scores "
+             "below.", ""]  # fmt: skip
+    rows = [[n, tested[n]["median_rho"], tested[n]["ci_low"], tested[n]["ci_high"], tested[n]["p"],
+             tested[n]["p_holm"], "exact" if tested[n]["exact"] else "Monte Carlo", tested[n]["n_models"],
+             tested[n]["n_tasks"]] for n in names]  # fmt: skip
+    header = ["score", "median ρ", "95% CI low", "95% CI high", "p", "p (Holm)", "p by", "models", "tasks"]
+    return lines + _table(header, rows)
 
 
 def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.metrics.bootstrap import bootstrap_median_spearman
 from mteb_lrd.metrics.permutation import holm, joint_permutation
 from mteb_lrd.metrics.statistics import Correlation, partial_pearson, partial_spearman, spearman
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
@@ -255,7 +256,8 @@ def model_level_tests(
     and tasks where every model has the score, then Holm's adjustment over the scores tested.
 
     Returns:
-        ``{score: {"median_rho", "p", "p_holm", "exact", "n_models", "n_tasks"}}``.
+        ``{score: {"median_rho", "p", "p_holm", "exact", "n_models", "n_tasks", "ci_low", "ci_high"}}``
+        (the interval: a bootstrap over models, the same draw for every task).
     """
     tasks = sorted(main)
     models = sorted(set.intersection(*(set(main[t]) for t in tasks))) if tasks else []
@@ -271,8 +273,10 @@ def model_level_tests(
         if np.any(np.ptp(x, axis=1) == 0) or np.any(np.ptp(y, axis=1) == 0):
             continue
         test = joint_permutation(x, y)
-        tested[name] = {"median_rho": test.statistic, "p": test.p, "exact": test.exact,
-                        "n_models": test.n, "n_tasks": len(usable)}  # fmt: skip
+        interval = bootstrap_median_spearman(x, y)
+        tested[name] = {"median_rho": test.statistic, "p": test.p, "exact": test.exact, "n_models": test.n,
+                        "n_tasks": len(usable), "ci_low": float(interval.low[0]),
+                        "ci_high": float(interval.high[0])}  # fmt: skip
     if tested:
         adjusted = holm([entry["p"] for entry in tested.values()])
         for entry, p_holm in zip(tested.values(), adjusted, strict=True):

@@ -91,3 +91,16 @@ def test_bad_input_is_a_clear_error(shape, resamples, confidence):
         bootstrap_spearman(np.zeros((2, 4)), np.zeros(4), confidence=confidence)
     with pytest.raises(ValueError, match="one value per item"):
         bootstrap_spearman(np.zeros((2, 4)), np.zeros(3))
+
+
+def test_median_spearman_interval_resamples_models_jointly():
+    from mteb_lrd.metrics.bootstrap import bootstrap_median_spearman
+
+    rng = np.random.RandomState(6)
+    x = rng.rand(3, 8).round(1)
+    y = x + rng.rand(3, 8)
+    got = bootstrap_median_spearman(x, y, resamples=300, seed=2)
+    idx = np.random.default_rng(2).integers(0, 8, size=(300, 8))
+    medians = [np.nanmedian([stats.spearmanr(x[t][i], y[t][i]).statistic for t in range(3)]) for i in idx]
+    low, high = np.nanquantile(medians, [0.025, 0.975])
+    assert got.over == "models" and got.low[0] == pytest.approx(low) and got.high[0] == pytest.approx(high)

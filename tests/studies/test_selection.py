@@ -111,3 +111,9 @@ def test_model_level_tests_relabel_models_jointly_and_adjust_by_holm():
     assert [tested["frenet_d0L"]["p"], tested["nrs_mean_jaccard"]["p"]] == pytest.approx(raw)
     assert [tested["frenet_d0L"]["p_holm"], tested["nrs_mean_jaccard"]["p_holm"]] == pytest.approx(holm(raw))
     assert tested["frenet_d0L"]["n_models"] == 5 and tested["frenet_d0L"]["n_tasks"] == 2
+    from mteb_lrd.metrics.bootstrap import bootstrap_median_spearman
+
+    interval = bootstrap_median_spearman([d0l["A"], d0l["B"]], y)
+    assert (tested["frenet_d0L"]["ci_low"], tested["frenet_d0L"]["ci_high"]) == pytest.approx(
+        (interval.low[0], interval.high[0])
+    )
