@@ -26,6 +26,7 @@ __all__ = [
     "joint_permutation",
     "permutation_spearman",
     "sign_flip",
+    "unit_centred_ranks",
 ]
 
 SIGN_FLIP_EXACT_LIMIT = 20
@@ -57,7 +58,7 @@ class PermutationTest:
     orders: int
 
 
-def _centred_ranks(values: np.ndarray) -> np.ndarray:
+def unit_centred_ranks(values: np.ndarray) -> np.ndarray:
     """Average ranks along the last axis, centred and scaled to unit norm (zeros when constant)."""
     ranks = stats.rankdata(values, axis=-1)
     ranks -= ranks.mean(axis=-1, keepdims=True)
@@ -116,7 +117,7 @@ def joint_permutation(
         raise ValueError(f"statistic must be 'median' or 'mean'; got {statistic!r}")
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
-    rx, ry = _centred_ranks(a), _centred_ranks(b)
+    rx, ry = unit_centred_ranks(a), unit_centred_ranks(b)
     n = b.shape[1]
     observed = float(_statistic(np.sum(rx * ry, axis=-1), statistic))
     chunks, exact, count = _orders(n, resamples, seed)

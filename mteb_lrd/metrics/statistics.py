@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from mteb_lrd.metrics.permutation import permutation_spearman
+from mteb_lrd.metrics.permutation import permutation_spearman, unit_centred_ranks
 
 __all__ = [
     "Correlation",
@@ -198,14 +198,9 @@ def wilcoxon_paired(x: object, y: object) -> float:
     return float(stats.wilcoxon(a, b).pvalue)
 
 
-def _centred_ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties shared) of every row, minus the row mean."""
-    r = stats.rankdata(x, axis=1)
-    return r - r.mean(axis=1, keepdims=True)
-
-
 def _row_spearman(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
-    """Spearman's ρ of every row pair, from :func:`_centred_ranks` of both (Pearson of the ranks)."""
+    """Spearman's ρ of every row pair, from :func:`~mteb_lrd.metrics.permutation.unit_centred_ranks`
+    of both (Pearson of the ranks; NaN for a constant row)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
@@ -241,8 +236,10 @@ def paired_spearman_difference(
     deltas = []
     for start in range(0, n_resamples, chunk):  # chunks bound the (resamples x items) rank arrays
         idx = rng.integers(0, x.size, size=(min(chunk, n_resamples - start), x.size))
-        rg = _centred_ranks(g[idx])  # the gold ranks serve both predictions
-        deltas.append(_row_spearman(_centred_ranks(x[idx]), rg) - _row_spearman(_centred_ranks(y[idx]), rg))
+        rg = unit_centred_ranks(g[idx])  # the gold ranks serve both predictions
+        deltas.append(
+            _row_spearman(unit_centred_ranks(x[idx]), rg) - _row_spearman(unit_centred_ranks(y[idx]), rg)
+        )
     d = np.concatenate(deltas)
     d = d[np.isfinite(d)]  # a resample with constant values has no correlation
     if d.size == 0:
