@@ -56,7 +56,6 @@ def get_model(model_name: str, revision: str | None = None, device: str | None =
     """``mteb.get_model`` that also loads a local model folder, wrapped with layer dynamics (as
     ``mteb-lrd run --model <folder>``); any other name goes to mteb's own ``get_model``."""
     if _local_folder(model_name):
-        kwargs.pop("embed_dim", None)
         return load_wrapped(model_name, revision=revision, device=device, mteb_lrd_model=model_name)
     return _MTEB_GET_MODEL[0](model_name, revision, device, **kwargs)
 
