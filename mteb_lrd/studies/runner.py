@@ -8,6 +8,7 @@ no task head). Scores come from ``mteb.evaluate`` through the layer-dynamics wra
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,8 @@ from mteb_lrd.models.panel import PANEL
 from mteb_lrd.models.panel_install import prepare
 from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "LRD_PROMPTS",
@@ -291,7 +294,6 @@ def run_cells(
     *,
     max_length: int = 512,
     decoder_template: str | None = None,
-    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Measure every (model, task) cell without a record in ``out_dir`` and write its record.
 
@@ -305,14 +307,13 @@ def run_cells(
     template = resolve_template(decoder_template)  # a bad template fails before any model loads
     if not models or not tasks:
         raise ValueError("need at least one model and one task")
-    say = progress or (lambda _message: None)
     for spec in models:
         label = spec.name if isinstance(spec, StudyModel) else Path(str(spec)).name
         recorded = {t: read_record(record_path(out_dir, label, t)) for t in tasks}
         _check_same_template(recorded, spec.template if isinstance(spec, StudyModel) else template, out_dir)
         missing = [t for t, record in recorded.items() if record is None]
         if not missing:
-            say(f"{label}: all {len(tasks)} tasks recorded")
+            logger.info(f"{label}: all {len(tasks)} tasks recorded")
             continue
         model = (
             spec
@@ -320,7 +321,7 @@ def run_cells(
             else load_study_model(str(spec), max_length=max_length, decoder_template=decoder_template)
         )
         for task_name in missing:
-            say(f"{model.name} × {task_name}")
+            logger.info(f"{model.name} × {task_name}")
             record = measure(model, task_name, tasks[task_name])
             write_record(record_path(out_dir, model.name, task_name), record)
     return Path(out_dir)

@@ -12,7 +12,7 @@ per-task Spearman ρ, the over-task summaries, partial correlations and leave-on
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,6 @@ HEADLINE_SCORES: tuple[str, ...] = (
     "rankme",
     "alpha_req",
 )
-
-
-def _say(message: str) -> None:
-    """The default progress line: an INFO record of this module's logger (the CLI shows them; ``-q``
-    hides them)."""
-    logger.info(message)
 
 
 def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
@@ -107,8 +101,6 @@ def run_selection_study(
     tasks: Mapping[str, type],
     out_dir: str | Path,
     options: CellOptions | None = None,
-    *,
-    progress: Callable[[str], None] | None = _say,
 ) -> Path:
     """Measure and score every (model, task) cell not recorded yet in ``out_dir/records``.
 
@@ -118,17 +110,17 @@ def run_selection_study(
         out_dir: the study folder (records, then the report).
         options: how each cell is measured (:class:`~mteb_lrd.studies.options.CellOptions`;
             RankMe / α-ReQ use the GFMI sub-sample).
-        progress: called with one line per cell; ``None`` for silence.
+
+    Progress goes to this module's logger, one INFO line per cell.
 
     Returns:
         ``out_dir``.
     """
     options = CellOptions() if options is None else options
-    say = progress or (lambda _message: None)
 
     def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
         record = measure_selection_cell(model, task, options)
-        say(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
+        logger.info(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 
     return run_cells(
@@ -138,5 +130,4 @@ def run_selection_study(
         measure,
         max_length=options.max_length,
         decoder_template=options.decoder_template,
-        progress=say,
     )

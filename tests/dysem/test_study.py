@@ -4,6 +4,7 @@ long stage saying what it encodes."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -23,12 +24,13 @@ def test_auto_sizes_are_small_on_a_cpu_and_full_on_a_gpu():
     )
 
 
-def test_a_small_study_says_what_it_does_before_each_stage(tiny_model_dir, shared_sts, tmp_path):
-    lines: list[str] = []
+def test_a_small_study_says_what_it_does_before_each_stage(tiny_model_dir, shared_sts, tmp_path, caplog):
     options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark"], languages="en,de,fr",
                            dev_pairs=5, max_pairs=6, k=8, num_languages=2, batch_size=8, device="cpu",
                            sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"))  # fmt: skip
-    result = run_study(options, log=lines.append)
+    with caplog.at_level(logging.INFO, logger="mteb_lrd.dysem.study"):
+        result = run_study(options)
+    lines = [r.getMessage() for r in caplog.records if r.name == "mteb_lrd.dysem.study"]
     dev = [json.loads(line) for line in (shared_sts / "STSBenchmark-multi/en/dev.jsonl").open()][:5]
     texts = len({row[key] for row in dev for key in ("sentence1", "sentence2")})
     assert lines[0] == (f"language order (agreement): {texts} dev texts in 3 languages and the source, "

