@@ -24,9 +24,12 @@ _EXPORTS: dict[str, str] = {
     "MetricParams": "mteb_lrd.metrics.params",
     "LayerStates": "mteb_lrd.extraction.extractor",
     "LayerExtractor": "mteb_lrd.extraction.extractor",
+    "ExtractionOptions": "mteb_lrd.extraction.options",
+    "LayerDynamicsOptions": "mteb_lrd.integration.options",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
     "prune": "mteb_lrd.integration.pruned_models",
+    "PruneOptions": "mteb_lrd.pruning.options",
     "skip_blocks": "mteb_lrd.pruning.surgery",
     "pruning_record": "mteb_lrd.pruning.record",
     "choose_blocks": "mteb_lrd.pruning.choose",
@@ -58,8 +61,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
+    from mteb_lrd.extraction.options import ExtractionOptions  # noqa: F401
     from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
     from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
+    from mteb_lrd.integration.options import LayerDynamicsOptions  # noqa: F401
     from mteb_lrd.integration.pruned_models import prune  # noqa: F401
     from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
@@ -69,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
     from mteb_lrd.metrics.params import MetricParams  # noqa: F401
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
+    from mteb_lrd.pruning.options import PruneOptions  # noqa: F401
     from mteb_lrd.pruning.record import pruning_record  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401

@@ -21,10 +21,12 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from mteb_lrd.dysem.representation_options import RepresentationOptions
 from mteb_lrd.dysem.store import RepresentationStore, text_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.extraction.identity import weights_digest
 from mteb_lrd.extraction.loading import load_pretrained, resolve_device
+from mteb_lrd.keywords import options_or_keywords
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 
@@ -106,6 +108,9 @@ class RepresentationExtractor:
         checkpoint_texts: with a ``cache_dir``, new vectors are written to the store about every
             this many texts (rounded down to a multiple of ``batch_size``, at least one batch),
             so an interrupted run resumes from there.
+        options: ``batch_size`` … ``checkpoint_texts`` as one
+            :class:`~mteb_lrd.dysem.representation_options.RepresentationOptions` (then leave those
+            keywords at their defaults).
 
     Raises:
         UnsupportedArchitectureError: for an encoder or a decoder whose blocks have no known
@@ -125,19 +130,17 @@ class RepresentationExtractor:
         show_progress_bar: bool = False,
         prefetch: Sequence[str | Component] = (),
         checkpoint_texts: int = 512,
+        options: RepresentationOptions | None = None,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if (
-            isinstance(checkpoint_texts, bool)
-            or not isinstance(checkpoint_texts, int)
-            or checkpoint_texts < 1
-        ):
-            raise ValueError(f"checkpoint_texts must be a positive integer, got {checkpoint_texts!r}")
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
-            raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+        opts = options_or_keywords(
+            RepresentationOptions, options, batch_size=batch_size, max_length=max_length, dtype=dtype,
+            cache_dir=cache_dir, show_progress_bar=show_progress_bar, prefetch=tuple(prefetch),
+            checkpoint_texts=checkpoint_texts,
+        )  # fmt: skip
+        self.options = opts
+        """The run options as given (:class:`~mteb_lrd.dysem.representation_options.RepresentationOptions`)."""
         device = resolve_device(device, model)
-        dtype = dtype or torch.float32
+        dtype = opts.dtype or torch.float32
         if isinstance(model, (str, os.PathLike)):
             model, tokenizer = load_pretrained(os.fspath(model), head="causal-lm", dtype=dtype, tokenizer=tokenizer,
                                                sentence_transformer=False)  # fmt: skip
@@ -162,20 +165,22 @@ class RepresentationExtractor:
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size = batch_size
-        self.max_length = max_length
+        self.batch_size = opts.batch_size
+        self.max_length = opts.max_length
         self.device = device
         self.dtype = dtype
-        self.show_progress_bar = show_progress_bar
-        self.prefetch = [Component.parse(c) for c in prefetch]
+        self.show_progress_bar = opts.show_progress_bar
+        self.prefetch = [Component.parse(c) for c in opts.prefetch]
         self.identity = self._identity()
         self.store = (
-            RepresentationStore(os.path.join(cache_dir, self.identity)) if cache_dir is not None else None
+            RepresentationStore(os.path.join(opts.cache_dir, self.identity))
+            if opts.cache_dir is not None
+            else None
         )
         self._memory: dict[str, np.ndarray] = {}
         self.forward_texts = 0
         self.forward_batches = 0
-        self.checkpoint_texts = checkpoint_texts
+        self.checkpoint_texts = opts.checkpoint_texts
 
     @property
     def num_layers(self) -> int:

@@ -34,18 +34,18 @@ from mteb_lrd.extraction.loading import (
     resolve_dtype,
     sentence_transformers_pooling_config,
 )
+from mteb_lrd.extraction.options import ExtractionOptions
 from mteb_lrd.extraction.pooling import (
-    LAST_TOKEN_RULES,
-    POOLINGS,
-    REFERENCE_POOLING_OVERRIDES,
     pool,
     resolve_pooling,
 )
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import content_key, texts_digest
+from mteb_lrd.keywords import options_or_keywords
 
 __all__ = [
     "FINAL_NORMS",
+    "ExtractionOptions",
     "REFERENCE_DECODER_BATCH",
     "KeptStates",
     "LayerStates",
@@ -129,6 +129,9 @@ class LayerExtractor:
             of :data:`~mteb_lrd.extraction.templates.TEMPLATES` (``"prompteol"``) or a text with
             one ``{text}``; ``None`` keeps the texts as they are. Decoders pooled at the last token
             need one to embed sentences.
+        options: the same settings as one
+            :class:`~mteb_lrd.extraction.options.ExtractionOptions` (then leave the keywords
+            above at their defaults).
 
     Raises:
         ValueError: for invalid options. UnsupportedArchitectureError: for unknown architectures.
@@ -151,32 +154,22 @@ class LayerExtractor:
         cache_dir: str | None = None,
         shard_size: int = 1024,
         template: str | None = None,
+        options: ExtractionOptions | None = None,
     ) -> None:
-        self.template = resolve_template(template)
-        if pooling != "auto" and pooling not in POOLINGS:
-            raise ValueError(f"pooling must be 'auto' or one of {POOLINGS}; got {pooling!r}")
-        if last_token not in LAST_TOKEN_RULES:
-            raise ValueError(f"last_token must be one of {LAST_TOKEN_RULES}; got {last_token!r}")
-        if isinstance(pooling_overrides, str):
-            if pooling_overrides != "reference":
-                raise ValueError(
-                    f"pooling_overrides must be None, 'reference' or a mapping; got {pooling_overrides!r}"
-                )
-            pooling_overrides = REFERENCE_POOLING_OVERRIDES
-        if final_norm not in FINAL_NORMS:
-            raise ValueError(f"final_norm must be one of {FINAL_NORMS}; got {final_norm!r}")
-        for name, value in (
-            ("batch_size", batch_size),
-            ("max_length", max_length),
-            ("shard_size", shard_size),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        opts = options_or_keywords(
+            ExtractionOptions, options, pooling=pooling, pooling_overrides=pooling_overrides, last_token=last_token,
+            final_norm=final_norm, batch_size=batch_size, dtype=dtype, max_length=max_length,
+            show_progress_bar=show_progress_bar, cache_dir=cache_dir, shard_size=shard_size, template=template,
+        )  # fmt: skip
+        self.options = opts
+        """The extraction options as given (:class:`~mteb_lrd.extraction.options.ExtractionOptions`)."""
+        self.template = resolve_template(opts.template)
         self.device = resolve_device(device, model)
-        self.dtype = resolve_dtype(dtype)
+        self.dtype = resolve_dtype(opts.dtype)
         self.loaded = load_model(model, tokenizer, device=self.device, dtype=self.dtype)
+        max_length = opts.max_length
         if self.loaded.is_sentence_transformer:
-            if pooling != "auto":
+            if opts.pooling != "auto":
                 raise ValueError("a SentenceTransformer uses its own pooling module: leave pooling='auto'")
             self._pooling_module = self._find_pooling_module()
             self.pooling = f"sentence-transformers:{self._pooling_module.pooling_mode}"
@@ -185,14 +178,14 @@ class LayerExtractor:
             max_length = min(max_length, int(own)) if own else max_length
         else:
             self._pooling_module = None
-            self.pooling, self.pooling_source = self._plain_pooling(pooling, pooling_overrides)
-        self.final_norm = final_norm if self.loaded.architecture.final_norm is not None else "n/a"
-        self.last_token = last_token if self.pooling == "last" else "n/a"
-        self.batch_size = REFERENCE_DECODER_BATCH if self.last_token == "reference" else batch_size
+            self.pooling, self.pooling_source = self._plain_pooling(opts.pooling, opts.pooling_overrides)
+        self.final_norm = opts.final_norm if self.loaded.architecture.final_norm is not None else "n/a"
+        self.last_token = opts.last_token if self.pooling == "last" else "n/a"
+        self.batch_size = REFERENCE_DECODER_BATCH if self.last_token == "reference" else opts.batch_size
         self.max_length = max_length
-        self.show_progress_bar = show_progress_bar
-        self.cache = ArrayCache(os.path.expanduser(cache_dir)) if cache_dir is not None else None
-        self.shard_size = shard_size
+        self.show_progress_bar = opts.show_progress_bar
+        self.cache = ArrayCache(os.path.expanduser(opts.cache_dir)) if opts.cache_dir is not None else None
+        self.shard_size = opts.shard_size
         self._identity: str | None = None
 
     def _plain_pooling(self, pooling: str, overrides: Mapping[str, str] | None) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
+from mteb_lrd.extraction.options import ExtractionOptions
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
@@ -80,8 +81,11 @@ class LayerDynamicsModel(AbsEncoder):
     def __init__(
         self,
         model: Any,
-        extractor_kwargs: dict[str, Any],
+        extraction: ExtractionOptions,
         options: LayerDynamicsOptions,
+        *,
+        tokenizer: Any = None,
+        device: str | None = None,
         name: str | None = None,
         revision: str | None = None,
     ) -> None:
@@ -93,7 +97,7 @@ class LayerDynamicsModel(AbsEncoder):
             )
         self.inner: Any = inner if hasattr(inner, "mteb_model_meta") else None
         backbone = inner.model if self.inner is not None else inner
-        self.extractor = LayerExtractor(backbone, **extractor_kwargs)
+        self.extractor = LayerExtractor(backbone, tokenizer, device=device, options=extraction)
         self.options = options
         self.layers = resolve_layers(options.per_layer_layers, self.extractor.num_layers + 1)
         """The hidden states that get per-layer scores (resolved ``options.per_layer_layers``)."""
@@ -114,8 +118,8 @@ class LayerDynamicsModel(AbsEncoder):
                 update={"experiment_kwargs": {**dict(meta.experiment_kwargs or {}), **label}}
             )
         self.mteb_model_meta = meta
-        device = self.extractor.device
-        self.score_device: Any = device if device.type != "cpu" else None
+        on = self.extractor.device
+        self.score_device: Any = on if on.type != "cpu" else None
         """Where per-layer retrieval searches run (the model's accelerator; ``None``: numpy on the CPU)."""
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
@@ -387,7 +391,8 @@ def with_layer_dynamics(
     cache_dir: str | os.PathLike[str] | None = None,
     name: str | None = None,
     revision: str | None = None,
-    **options: Any,
+    options: LayerDynamicsOptions | None = None,
+    **fields: Any,
 ) -> LayerDynamicsModel:
     """Wrap a model so that ``mteb.evaluate`` also writes ``layer_dynamics`` and ``per_layer``.
 
@@ -403,7 +408,9 @@ def with_layer_dynamics(
             saved there, so a run killed inside a task recomputes only the missing shards
             (``None``: no cache).
         name / revision: model name and revision for mteb results (default: the model's own).
-        **options: fields of :class:`~mteb_lrd.integration.options.LayerDynamicsOptions` (caps, seed,
+        options: every setting below as one :class:`~mteb_lrd.integration.options.LayerDynamicsOptions`
+            (then give no ``**fields``).
+        **fields: fields of :class:`~mteb_lrd.integration.options.LayerDynamicsOptions` (caps, seed,
             metric parameters, ``per_layer=False`` to skip the per-layer scores,
             ``per_layer_layers`` to choose the states that get them, ``memory_budget_mb``,
             ``store_dtype``, ``spill_dir``, ...).
@@ -419,11 +426,17 @@ def with_layer_dynamics(
         >>> wrapped = with_layer_dynamics(SentenceTransformer("all-MiniLM-L6-v2"))
         >>> mteb.evaluate(wrapped, mteb.get_tasks(tasks=["STSBenchmark"]))
     """
-    opts = LayerDynamicsOptions.from_kwargs(options)
-    extractor_kwargs = {
-        "tokenizer": tokenizer, "pooling": pooling, "final_norm": final_norm, "device": device,
-        "dtype": dtype, "max_length": max_length, "template": template, "batch_size": opts.default_batch_size,
-        "show_progress_bar": False, "cache_dir": None if cache_dir is None else os.fspath(cache_dir),
-    }  # fmt: skip
+    if options is not None and fields:
+        raise ValueError(
+            f"pass either options= or option keywords, not both (keywords given: {sorted(fields)})"
+        )
+    opts = options if options is not None else LayerDynamicsOptions.from_kwargs(fields)
+    extraction = ExtractionOptions(
+        pooling=pooling, final_norm=final_norm, dtype=dtype, max_length=max_length, template=template,
+        batch_size=opts.default_batch_size, show_progress_bar=False,
+        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+    )  # fmt: skip
     seams.install_seams()
-    return LayerDynamicsModel(model, extractor_kwargs, opts, name=name, revision=revision)
+    return LayerDynamicsModel(
+        model, extraction, opts, tokenizer=tokenizer, device=device, name=name, revision=revision
+    )

@@ -29,7 +29,9 @@ from typing import Any
 from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
 from mteb_lrd.io import atomic_write_text
+from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.models.naming import model_name, model_revision
+from mteb_lrd.pruning.options import PruneOptions
 from mteb_lrd.pruning.record import PRUNING_CONFIG_KEY, pruning_record
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
@@ -91,19 +93,6 @@ def _pruned_template(template: Path, record: dict[str, Any]) -> Path:
     return path
 
 
-def _check_rule_and_budget(rule: object, budget: object) -> None:
-    from mteb_lrd.pruning.rules import RULES
-
-    if rule is not None and (not isinstance(rule, str) or not rule.strip()):
-        raise ValueError(f"rule must be a non-empty string naming the selection rule, got {rule!r}")
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1
-    ):
-        raise ValueError(f"budget must be a fraction in (0, 1], got {budget!r}")
-    if rule is not None and rule not in RULES:
-        logger.info("rule %r is recorded as given (rules that choose blocks: %s)", rule, RULES)
-
-
 def prune(
     model: Any,
     blocks: Sequence[int] | None = None,
@@ -115,6 +104,7 @@ def prune(
     name: str | None = None,
     revision: str | None = None,
     mapping: str = "reference",
+    options: PruneOptions | None = None,
 ) -> Any:
     """Return a copy of ``model`` with transformer blocks physically removed.
 
@@ -135,6 +125,8 @@ def prune(
         name / revision: the base model's name and revision for mteb results; default the model's
             own (:func:`mteb_lrd.models.naming.model_name`).
         mapping: hidden-state id → block mapping for ``rule`` (``reference`` or ``producer``).
+        options: ``blocks`` … ``mapping`` as one :class:`~mteb_lrd.pruning.options.PruneOptions`
+            (then leave those keywords at their defaults).
 
     Returns:
         The pruned copy, of the same class as ``model``. ``config.mteb_lrd_pruning`` holds the record;
@@ -150,29 +142,40 @@ def prune(
         >>> pruned.encode(["a sentence"]).shape
         (1, 384)
     """
-    _check_rule_and_budget(rule, budget)
-    if blocks is None:
-        if rule is None or budget is None:
-            raise ValueError(
-                "give blocks=[...] to remove, or rule= (frenet, nrs, gfmi, composite) and budget= to choose them"
-            )
-        if texts is None:
-            from mteb_lrd.defaults import demo_texts
+    opts = options_or_keywords(PruneOptions, options, blocks=blocks, rule=rule, budget=budget,
+                               texts=texts, mapping=mapping, name=name, revision=revision)  # fmt: skip
+    return _prune(model, opts, tokenizer)
 
-            texts = demo_texts()
-            logger.warning(
-                "prune: no texts= given; the %s rule profiles the bundled %d-text STS Benchmark sample",
-                rule,
-                len(texts),
-            )
-        from mteb_lrd.pruning.choose import choose_blocks
 
-        blocks = choose_blocks(model, rule, budget, texts, tokenizer=tokenizer, mapping=mapping)
+def _chosen_blocks(model: Any, opts: PruneOptions, tokenizer: object) -> Sequence[int]:
+    """``opts.blocks``, or the blocks its rule and budget choose on its texts (the demo sample when
+    none are given)."""
+    if opts.blocks is not None:
+        return opts.blocks
+    assert opts.rule is not None and opts.budget is not None  # PruneOptions checked them
+    texts: Sequence[str]
+    if opts.texts is None:
+        from mteb_lrd.defaults import demo_texts
 
+        texts = demo_texts()
+        logger.warning(
+            "prune: no texts= given; the %s rule profiles the bundled %d-text STS Benchmark sample",
+            opts.rule,
+            len(texts),
+        )
+    else:
+        texts = opts.texts
+    from mteb_lrd.pruning.choose import choose_blocks
+
+    return choose_blocks(model, opts.rule, opts.budget, texts, tokenizer=tokenizer, mapping=opts.mapping)
+
+
+def _prune(model: Any, opts: PruneOptions, tokenizer: object) -> Any:
+    blocks = _chosen_blocks(model, opts, tokenizer)
     previous = pruning_record(model)
     validate_blocks(list(blocks), locate(model).num_blocks)
-    base_name = model_name(model, name)
-    base_revision = model_revision(model, revision)
+    base_name = model_name(model, opts.name)
+    base_revision = model_revision(model, opts.revision)
     pruned = copy.deepcopy(model)
     removed, _ = remove_blocks(pruned, blocks)
     num_blocks = locate(model).num_blocks
@@ -185,8 +188,8 @@ def prune(
         "base_revision": base_revision,
         "removed_blocks": removed,
         "num_blocks": num_blocks,
-        "rule": rule,
-        "budget": budget,
+        "rule": opts.rule,
+        "budget": opts.budget,
     }
     setattr(unwrap_transformers_model(pruned).config, PRUNING_CONFIG_KEY, record)
     if getattr(pruned, "model_card_data", None) is not None:
