@@ -57,6 +57,7 @@ __all__ = [
     "SUBSET_METHODS",
     "SeamError",
     "add_main_score",
+    "installed_version",
     "cache_check_owner",
     "abstention_owner",
     "check",
@@ -112,16 +113,17 @@ class SeamError(RuntimeError):
     """A private name mteb-lrd relies on is missing from the installed library."""
 
 
-def _version(distribution: str) -> str:
+def installed_version(distribution: str) -> str | None:
+    """The installed version of a PyPI distribution; ``None`` when it is not installed."""
     try:
         return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - declared dependencies
-        return "not installed"
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _missing(distribution: str, name: str) -> SeamError:
     return SeamError(
-        f"mteb-lrd needs {name}, which {distribution} {_version(distribution)} does not have; "
+        f"mteb-lrd needs {name}, which {distribution} {installed_version(distribution) or '(not installed)'} does not have; "
         f"mteb-lrd is tested with the versions its setup.cfg allows (mteb>=2.26,<2.27: 2.26.0 and the newest 2.26.x are tested in CI)"
     )
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import shlex
 import sys
 from functools import cache
-from importlib import metadata
 from typing import Any
+
+from mteb_lrd._compat import installed_version
 
 __all__ = ["PROVENANCE_PACKAGES", "process_command", "record_command", "run_provenance"]
 
@@ -21,13 +22,6 @@ PROVENANCE_PACKAGES = (
     "faiss-gpu",
 )
 """Distributions whose versions are recorded (those not installed are left out)."""
-
-
-def _installed(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 _COMMAND: list[str] = []
@@ -45,7 +39,7 @@ def record_command(command: str) -> None:
 
 @cache
 def _versions() -> dict[str, str]:
-    versions = {name: _installed(name) for name in PROVENANCE_PACKAGES}
+    versions = {name: installed_version(name) for name in PROVENANCE_PACKAGES}
     return {name: version for name, version in versions.items() if version is not None}
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "BOOTSTRAP_CONFIDENCE",
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
+    "check_settings",
     "Interval",
     "bootstrap_mean",
     "bootstrap_median_spearman",
@@ -58,15 +59,24 @@ class Interval:
         }
 
 
+def check_settings(resamples: object, confidence: object, *, name: str = "resamples") -> None:
+    """Validate a bootstrap's number of resamples (named ``name`` in the message) and confidence.
+
+    Raises:
+        ValueError: ``resamples`` not a positive integer or ``confidence`` outside (0, 1).
+    """
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
+        raise ValueError(f"{name} must be a positive integer; got {resamples!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
+
+
 def _check(values: np.ndarray, resamples: int, confidence: float) -> None:
     if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 2:
         raise ValueError(
             f"need a (layers, items) array with a layer and at least 2 items; got shape {values.shape}"
         )
-    if int(resamples) != resamples or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
+    check_settings(resamples, confidence)
 
 
 def _draws(n: int, resamples: int, seed: int, per_draw: int) -> Any:

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from mteb_lrd.metrics.bootstrap import check_settings
 from mteb_lrd.metrics.permutation import permutation_spearman, unit_centred_ranks
 
 __all__ = [
     "Correlation",
     "PairedDifference",
-    "bootstrap_ci",
     "paired_spearman_difference",
     "partial_pearson",
     "partial_spearman",
@@ -56,13 +56,6 @@ def _vector(x: object, name: str) -> np.ndarray:
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or Inf")
     return a
-
-
-def _check_bootstrap(confidence: float, n_resamples: int) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
 
 
 def spearman(x: object, y: object) -> Correlation:
@@ -161,33 +154,6 @@ def partial_pearson(x: object, y: object, covariates: object) -> Correlation:
     return Correlation(float(result.statistic), float(result.pvalue), a.size)
 
 
-def bootstrap_ci(
-    values: object,
-    *,
-    statistic: str = "mean",
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean or median of ``values`` (vectorised resampling).
-
-    Raises:
-        ValueError: empty input, unknown statistic, confidence outside (0, 1), n_resamples < 1.
-    """
-    v = _vector(values, "values")
-    if v.size == 0:
-        raise ValueError("values must not be empty")
-    if statistic not in ("mean", "median"):
-        raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
-    _check_bootstrap(confidence, n_resamples)
-    idx = np.random.default_rng(seed).integers(0, v.size, size=(n_resamples, v.size))
-    samples = v[idx]
-    est = samples.mean(axis=1) if statistic == "mean" else np.median(samples, axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(est, [alpha, 1 - alpha])
-    return float(low), float(high)
-
-
 def wilcoxon_paired(x: object, y: object) -> float:
     """Two-sided Wilcoxon signed-rank p-value of x − y (scipy); NaN with < 2 non-zero differences."""
     a, b = _vector(x, "x"), _vector(y, "y")
@@ -230,7 +196,7 @@ def paired_spearman_difference(
         raise ValueError(f"a, b and gold must have the same length, got {x.size}, {y.size}, {g.size}")
     if x.size < 3:
         raise ValueError(f"need at least 3 items, got {x.size}")
-    _check_bootstrap(confidence, n_resamples)
+    check_settings(n_resamples, confidence, name="n_resamples")
     delta = float(stats.spearmanr(x, g).statistic - stats.spearmanr(y, g).statistic)
     rng = np.random.default_rng(seed)
     deltas = []

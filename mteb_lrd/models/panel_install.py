@@ -27,6 +27,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from mteb_lrd._compat import installed_version
 from mteb_lrd.io import atomic_write_json, temporary_folder
 from mteb_lrd.models.panel import IN_PLACE, get_panel_model
 
@@ -59,11 +60,7 @@ def default_cache_dir() -> Path:
 
 
 def _installed(requirement: str) -> bool:
-    try:
-        metadata.version(requirement.partition("==")[0])
-    except metadata.PackageNotFoundError:
-        return False
-    return True
+    return installed_version(requirement.partition("==")[0]) is not None
 
 
 def is_installed(name: str) -> bool:
@@ -143,12 +140,7 @@ def ensure_distribution(requirement: str, *, install: bool = True, step: str = "
     Raises:
         PanelError: when it is missing and ``install`` is false, or pip fails.
     """
-    dist, _, version = requirement.partition("==")
-    try:
-        installed = metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        installed = None
-    if installed is not None:
+    if _installed(requirement):
         return
     if not install:
         raise PanelError(

@@ -7,10 +7,10 @@ import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd._compat import installed_version
 from mteb_lrd.integration.results import ModelVariant, ResultsFolder, read_results
 from mteb_lrd.integration.shared_tasks import namesake_note
 from mteb_lrd.io import atomic_write_text
@@ -36,10 +36,7 @@ def _slug(text: str) -> str:
 
 
 def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
+    return installed_version(package) or "not installed"
 
 
 def _span(values: Sequence[Any]) -> str:

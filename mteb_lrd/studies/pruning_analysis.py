@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.metrics.bootstrap import bootstrap_mean
 from mteb_lrd.metrics.permutation import sign_flip
-from mteb_lrd.metrics.statistics import bootstrap_ci, wilcoxon_paired
+from mteb_lrd.metrics.statistics import wilcoxon_paired
 
 __all__ = ["analyse_pruning", "random_seed_spread"]
 
@@ -86,7 +87,7 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
             speed = np.array(
                 [np.mean([c["speedup"] for c in per[(method, budget)]]) for per in cells.values()]
             )
-            low, high = bootstrap_ci(deltas, n_resamples=n_resamples, seed=0)
+            low, high = _interval_over_models(deltas, n_resamples)
             per_model = _per_model(list(cells), deltas - random)
             table.setdefault(method, {})[f"{budget:g}"] = {
                 "mean": float(deltas.mean()),
@@ -113,3 +114,11 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
         "table": table,
         "random_seeds": spreads,
     }
+
+
+def _interval_over_models(deltas: np.ndarray, resamples: int) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over models (NaN with a single model)."""
+    if deltas.size < 2:
+        return float("nan"), float("nan")
+    interval = bootstrap_mean(deltas[None, :], resamples=resamples, seed=0, over="models")
+    return float(interval.low[0]), float(interval.high[0])

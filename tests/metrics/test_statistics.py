@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from mteb_lrd.metrics.statistics import (
-    bootstrap_ci,
     paired_spearman_difference,
     partial_spearman,
     spearman,
@@ -70,28 +69,16 @@ def test_partial_spearman_repeated_covariate_costs_no_degree_of_freedom():
     assert np.isfinite(partial_spearman(X[:5], Y[:5], np.column_stack([Z[:5]] * 3)).p)
 
 
-def test_bootstrap_ci_against_loop_and_contains_mean():
-    values = np.array([-0.02, 0.01, -0.05, 0.0, -0.01, -0.03, 0.02, -0.04])
-    low, high = bootstrap_ci(values, n_resamples=2000, seed=3)
-    rng = np.random.default_rng(3)
-    idx = rng.integers(0, values.size, size=(2000, values.size))
-    means = [values[row].mean() for row in idx]
-    assert (low, high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
-    assert low <= values.mean() <= high
-    low_m, high_m = bootstrap_ci(values, statistic="median", n_resamples=500)
-    assert low_m <= np.median(values) <= high_m
-
-
-@given(st.sampled_from(["mode", "", "MEAN"]))
-def test_bootstrap_rejects_unknown_statistic(statistic):
-    with pytest.raises(ValueError, match="statistic"):
-        bootstrap_ci([1.0, 2.0], statistic=statistic)
-
-
 @given(st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0), st.just(float("nan"))))
-def test_bootstrap_rejects_bad_confidence(confidence):
+def test_paired_difference_rejects_bad_confidence(confidence):
     with pytest.raises(ValueError, match="confidence"):
-        bootstrap_ci([1.0, 2.0], confidence=confidence)
+        paired_spearman_difference([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 2.0, 3.0], confidence=confidence)
+
+
+@given(st.one_of(st.integers(max_value=0), st.booleans(), st.floats()))
+def test_paired_difference_rejects_bad_resample_counts(n_resamples):
+    with pytest.raises(ValueError, match="n_resamples"):
+        paired_spearman_difference([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 2.0, 3.0], n_resamples=n_resamples)
 
 
 def test_wilcoxon_matches_scipy():
