@@ -24,6 +24,7 @@ examples:
   mteb-lrd prune-study --models all-mpnet-base-v2 --mapping producer --out results/prune-producer
   mteb-lrd prune-study --models ./my-deep-model --tasks STS15 --max-pairs 40 --budgets 0.25 --out results/prune
   mteb-lrd prune-study --models smollm2-135m --decoder-template prompteol --tasks STS12 --out results/prune-eol
+  mteb-lrd prune-study --models all-mpnet-base-v2 --all-subsets 1,2 --max-pairs 0 --out results/prune-all
   mteb-lrd prune-study --report-only --out results/prune
 
 Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9, random.Random(seed).sample as the authors), last-k,
@@ -52,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     default=[0.05, 0.10, 0.15, 0.20, 0.25], help="pruning budgets (fractions)")  # fmt: skip
     parser.add_argument("--protect", type=int, default=3, help="layers kept at each end (default 3)")
     parser.add_argument("--mapping", choices=["reference", "producer"], default="reference")
+    add_list_option(parser, "--all-subsets", dest="all_subsets", item_type=int, metavar="SIZE", default=[],
+                    help="also score every candidate block set of these sizes (e.g. 1,2) and rank each "
+                    "method's choice among them; resumable, hours of CPU for 7 candidates")  # fmt: skip
     add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
@@ -78,7 +82,12 @@ def run(args: argparse.Namespace) -> int:
                 build_study_tasks(args),
                 out,
                 cell_options(args),
-                PruneStudyOptions(budgets=tuple(args.budgets), protect=args.protect, mapping=args.mapping),
+                PruneStudyOptions(
+                    budgets=tuple(args.budgets),
+                    protect=args.protect,
+                    mapping=args.mapping,
+                    all_subsets=tuple(args.all_subsets),
+                ),
             )
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -6,6 +6,7 @@ means "more prunable". :func:`blocks_for` turns chosen ids into the transformer 
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ __all__ = [
     "angular_distance_layers",
     "angular_distance_matrix",
     "blocks_for",
+    "candidate_block_sets",
     "candidate_ids",
     "curvature_profile",
     "last_k_layers",
@@ -236,3 +238,18 @@ def blocks_for(ids: Sequence[int], mapping: Mapping = "reference") -> list[int]:
     if blocks and blocks[0] < 0:
         raise ValueError(f"hidden state 0 has no producing block (ids {list(ids)}, mapping {mapping!r})")
     return blocks
+
+
+def candidate_block_sets(
+    num_states: int, size: int, protect: int = 3, mapping: Mapping = "reference"
+) -> list[list[int]]:
+    """Every set of ``size`` candidate ids as the blocks it removes: the exhaustive reference a rule's
+    choice of that size is ranked against (``C(candidates, size)`` sets, in lexicographic order).
+
+    Raises:
+        ValueError: ``size`` not in ``1 .. number of candidates``, or as :func:`candidate_ids`.
+    """
+    cand = [int(i) for i in candidate_ids(num_states, protect)]
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 1 <= size <= len(cand):
+        raise ValueError(f"subset size must be an integer in 1..{len(cand)} (the candidates), got {size!r}")
+    return [blocks_for(ids, mapping) for ids in itertools.combinations(cand, int(size))]

@@ -289,4 +289,46 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
     ax.legend(fontsize=7)
     figures = {"pruning.png": _png(fig)}
     lines += ["", "![mean score change](pruning.png)", ""]
+    lines += _exhaustive_lines(analysis.get("exhaustive") or {})
     return _save(out, "pruning", "Layer pruning", lines, figures)
+
+
+def _exhaustive_lines(exhaustive: Mapping[str, Any]) -> list[str]:
+    """The exhaustive reference's section: each method's percentile among all sets of its size."""
+    if not exhaustive.get("cells"):
+        return []
+    lines = ["## Against every candidate set of the same size", "",
+             "Each cell scored every set of candidate blocks of a size; a method's choice gets its mid-rank "
+             "percentile among them (100: better than every set, 50: the median set). Percentiles are "
+             "averaged within a model first; n models is the effective sample size.", ""]  # fmt: skip
+    lines += _table(
+        ["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"],
+        [
+            [
+                c["model"],
+                c["task"],
+                c["size"],
+                c["n_sets"],
+                f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
+                c["median"],
+                f"{c['worst']:+.4f} ({c['worst_blocks']})",
+            ]
+            for c in exhaustive["cells"]
+        ],  # fmt: skip
+    )
+    lines += [""]
+    lines += _table(
+        ["method", "size", "mean percentile", "per model", "models", "cells"],
+        [
+            [
+                r["method"],
+                r["size"],
+                r["mean_percentile"],
+                ", ".join(f"{m} {v:.0f}" for m, v in r["per_model"].items()),
+                r["n_models"],
+                r["n_cells"],
+            ]
+            for r in exhaustive["summary"]
+        ],  # fmt: skip
+    )
+    return [*lines, ""]

@@ -74,9 +74,12 @@ class PruneStudyOptions:
         protect: first and last layers never removed. mapping: ``"reference"`` (layer id l → block l)
             or ``"producer"`` (layer l → the block that produced it).
         random_seeds: seeds of the Random baseline. speed_texts: texts timed for the speed-up.
+        all_subsets: sizes of candidate block sets to score exhaustively (e.g. ``(1, 2)``: every
+            single block and every pair), the reference each rule's choice of that size is ranked
+            against; ``()`` scores only the methods' choices.
 
     Raises:
-        ValueError: for a bad mapping, budget or count.
+        ValueError: for a bad mapping, budget, count or subset size.
     """
 
     budgets: tuple[float, ...] = tuple(BUDGETS)
@@ -84,8 +87,12 @@ class PruneStudyOptions:
     mapping: str = "reference"
     random_seeds: tuple[int, ...] = tuple(RANDOM_SEEDS)
     speed_texts: int = 64
+    all_subsets: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "all_subsets", tuple(sorted(set(self.all_subsets))))
+        for size in self.all_subsets:
+            _positive("all_subsets size", size)
         if self.mapping not in ("reference", "producer"):
             raise ValueError(f"mapping must be 'reference' or 'producer', got {self.mapping!r}")
         if not self.budgets or any(not 0 < b <= 1 for b in self.budgets):

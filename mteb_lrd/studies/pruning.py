@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.pruning.choose import method_choices
-from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, rule_scores
+from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, candidate_block_sets, rule_scores
 from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
 from mteb_lrd.studies.runner import (
     StudyModel,
@@ -115,11 +115,14 @@ def measure_pruning_cell(
                         reproduce=options.reproduce, prompt=prompt)  # fmt: skip
     rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
-    done = _score_variants(model, task, texts[: pruning.speed_texts], choices, partial_path,
+    subsets = {size: candidate_block_sets(cell.states.shape[0], size, pruning.protect, pruning.mapping)  # type: ignore[arg-type]
+               for size in pruning.all_subsets}  # fmt: skip
+    block_sets = [c["blocks"] for c in choices] + [b for sets in subsets.values() for b in sets]
+    done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, partial_path,
                            options.batch_size, speed_cache)  # fmt: skip
     base = done[""]
     for choice in choices:
-        scored_variant = done[",".join(map(str, choice["blocks"]))]
+        scored_variant = done[_key(choice["blocks"])]
         choice["main_score"] = scored_variant["main_score"]
         choice["delta"] = scored_variant["main_score"] - base["main_score"]
         choice["speedup"] = scored_variant["speedup"]
@@ -149,7 +152,16 @@ def measure_pruning_cell(
         "profiles": {name: values for name, values in rules.items()},
         "block_influence": influence,
         "choices": choices,
+        "subsets": {
+            str(size): {_key(b): done[_key(b)]["main_score"] - base["main_score"] for b in sets}
+            for size, sets in subsets.items()
+        },
     }
+
+
+def _key(blocks: Sequence[int]) -> str:
+    """The record key of a block set (``"3,7"``; ``""`` for the unpruned model)."""
+    return ",".join(map(str, blocks))
 
 
 def _choices(
@@ -171,18 +183,18 @@ def _score_variants(
     model: StudyModel,
     task: Any,
     speed_texts: Sequence[str],
-    choices: list[dict[str, Any]],
+    block_sets: Sequence[Sequence[int]],
     partial_path: Path,
     batch_size: int,
     speed_cache: dict[int, float],
 ) -> dict[str, dict[str, float]]:
-    """The MTEB score and speed-up of the base and of every distinct pruned variant the choices
-    name, resuming from (and recording to) ``partial_path``; ``speed_texts`` are timed."""
+    """The MTEB score and speed-up of the base and of every distinct block set, resuming from (and
+    recording to) ``partial_path`` after each; ``speed_texts`` are timed."""
     done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
-    block_sets = [()] + sorted({tuple(c["blocks"]) for c in choices})
+    distinct = [()] + sorted({tuple(b) for b in block_sets})
     speed_sample = model.texts(list(speed_texts))
-    for blocks in block_sets:
-        key = ",".join(map(str, blocks))
+    for blocks in distinct:
+        key = _key(blocks)
         if key in done:
             continue
         variant, scored = _pruned(model, list(blocks))

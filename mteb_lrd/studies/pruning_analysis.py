@@ -10,6 +10,7 @@ import numpy as np
 from mteb_lrd.metrics.bootstrap import bootstrap_mean
 from mteb_lrd.metrics.permutation import sign_flip
 from mteb_lrd.metrics.statistics import wilcoxon_paired
+from mteb_lrd.studies.exhaustive_reference import exhaustive_reference
 
 __all__ = ["analyse_pruning", "random_seed_spread"]
 
@@ -50,6 +51,8 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
     seed's mean Δ over cells) and every method's entry says whether its mean Δ lies inside that range
     (``within_random_range``). ``base`` lists each cell's unpruned score and the decoder's text
     template: score changes of a model that does not do the task (a low base score) say nothing.
+    ``exhaustive`` ranks each choice among every candidate set of its size where the records hold
+    them (:func:`~mteb_lrd.studies.exhaustive_reference.exhaustive_reference`).
     """
     cells: dict[tuple[str, str], dict[tuple[str, float], list[dict[str, Any]]]] = {}
     base = [
@@ -113,6 +116,7 @@ def analyse_pruning(records: Sequence[Mapping[str, Any]], *, n_resamples: int = 
         "methods": methods,
         "table": table,
         "random_seeds": spreads,
+        "exhaustive": exhaustive_reference(records),
     }
 
 

@@ -1,0 +1,117 @@
+"""The exhaustive pruning reference: every candidate set scored, each method's choice ranked."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mteb_lrd.parameters import Caps
+from mteb_lrd.pruning.rules import candidate_block_sets
+from mteb_lrd.studies.exhaustive_reference import exhaustive_reference, midrank_percentile
+from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
+from tests.studies.test_study_commands import PAIRS, _decoder, tiny_task  # noqa: F401 - fixture
+
+
+def test_candidate_sets_are_every_combination_of_the_unprotected_layers():
+    singles = candidate_block_sets(13, 1)  # all-mpnet-base-v2: 12 blocks, 3 protected at each end
+    pairs = candidate_block_sets(13, 2)
+    assert singles == [[i] for i in range(3, 10)]
+    assert len(pairs) == math.comb(7, 2) == 21 and pairs[0] == [3, 4] and pairs[-1] == [8, 9]
+    assert candidate_block_sets(13, 1, mapping="producer") == [[i - 1] for i in range(3, 10)]
+    assert candidate_block_sets(7, 1) == [[3]]  # MiniLM-L6: a single candidate
+    for size in (0, 8, True, 1.0):
+        with pytest.raises(ValueError, match="subset size"):
+            candidate_block_sets(13, size)
+
+
+def test_midrank_percentile_by_hand():
+    reference = [0.1, 0.2, 0.2, 0.4]
+    assert midrank_percentile(reference, 0.2) == 100 * (1 + 0.5 * 2) / 4  # 50
+    assert midrank_percentile(reference, 0.5) == 100.0
+    assert midrank_percentile(reference, 0.0) == 0.0
+    assert midrank_percentile(reference, 0.4) == 100 * (3 + 0.5) / 4
+    with pytest.raises(ValueError, match="no block set"):
+        midrank_percentile([], 0.0)
+
+
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=30), st.floats(-1, 1))
+def test_midrank_percentile_equals_a_loop(reference, value):
+    expected = 100 * sum(1.0 if r < value else 0.5 if r == value else 0.0 for r in reference) / len(reference)
+    assert midrank_percentile(reference, value) == pytest.approx(expected)
+
+
+def _record(model, task, subsets, choices):
+    return {"model": {"name": model}, "task": task, "subsets": subsets, "choices": choices}
+
+
+def test_reference_ranks_choices_and_averages_within_a_model_first():
+    subsets = {"1": {"3": -0.10, "4": -0.02, "5": -0.05}}
+    a = _record("m1", "t1", subsets, [
+        {"method": "nrs", "blocks": [4], "delta": -0.02},
+        {"method": "nrs", "blocks": [4], "delta": -0.02},  # another budget, the same set: counted once
+        {"method": "random", "blocks": [3], "delta": -0.10},
+        {"method": "random", "blocks": [5], "delta": -0.05},
+        {"method": "nrs", "blocks": [4, 5], "delta": -0.2},  # no size-2 reference: not ranked
+    ])  # fmt: skip
+    b = _record(
+        "m1", "t2", {"1": {"3": 0.0, "4": -0.01, "5": 0.01}}, [{"method": "nrs", "blocks": [3], "delta": 0.0}]
+    )
+    c = _record("m2", "t1", {"1": {"3": 0.0, "4": 0.1}}, [{"method": "nrs", "blocks": [3], "delta": 0.0}])
+    result = exhaustive_reference([a, b, c, {"model": {"name": "m3"}, "task": "t", "choices": []}])
+    assert result["cells"][0] == {"model": "m1", "task": "t1", "size": 1, "n_sets": 3, "oracle": -0.02,
+                                  "oracle_blocks": "4", "median": -0.05, "worst": -0.10, "worst_blocks": "3"}  # fmt: skip
+    assert len(result["cells"]) == 3
+    nrs = next(r for r in result["summary"] if r["method"] == "nrs")
+    # m1: t1 → 100 · (2 + 0.5) / 3, t2 → 50; m2: 25; the model is the unit
+    m1 = np.mean([100 * 2.5 / 3, 50.0])
+    assert nrs["per_model"] == pytest.approx({"m1": m1, "m2": 25.0})
+    assert nrs["mean_percentile"] == pytest.approx((m1 + 25.0) / 2)
+    assert (nrs["n_models"], nrs["n_cells"]) == (2, 3)
+    random = next(r for r in result["summary"] if r["method"] == "random")
+    assert random["per_model"] == pytest.approx({"m1": np.mean([100 * 0.5 / 3, 100 * 1.5 / 3])})
+    assert exhaustive_reference([]) == {"cells": [], "choices": [], "summary": []}
+
+
+def test_bad_subset_sizes_are_refused():
+    for sizes in ((0,), (1, -2), (True,)):
+        with pytest.raises(ValueError, match="all_subsets"):
+            PruneStudyOptions(all_subsets=sizes)
+    assert PruneStudyOptions(all_subsets=(2, 1, 2)).all_subsets == (1, 2)
+
+
+def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_dir):  # noqa: F811
+    from mteb_lrd.pruning.pruned import prune
+    from mteb_lrd.report.studies import write_prune_report
+    from mteb_lrd.studies.pruning import run_prune_study
+    from mteb_lrd.studies.pruning_analysis import analyse_pruning
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record
+
+    model = _decoder(tiny_model_dir, "llama", 8)
+    model.name = "tiny-llama-8"
+    options = (
+        CellOptions(caps=Caps(20, 20, 20)),
+        PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2)),
+    )
+    run_prune_study([model], {"TinySTS": tiny_task}, tmp_path, *options)
+    record = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.json")
+    assert set(record["subsets"]) == {"1", "2"}
+    assert set(record["subsets"]["2"]) == {
+        ",".join(map(str, c)) for c in itertools.combinations(range(3, 6), 2)
+    }
+    # an independent score of one set: prune it by hand, score it with mteb
+    by_hand = mteb_score(mteb_encoder(model, prune(model.model, [3, 5])), tiny_task())["main_score"]
+    assert record["subsets"]["2"]["3,5"] == pytest.approx(by_hand - record["base_score"], abs=1e-12)
+    for choice in record["choices"]:  # every choice is one of the sets, with the same Δ
+        assert record["subsets"]["1"][",".join(map(str, choice["blocks"]))] == pytest.approx(choice["delta"])
+    analysis = analyse_pruning([record], n_resamples=100)
+    assert {r["size"] for r in analysis["exhaustive"]["cells"]} == {1, 2}
+    report = write_prune_report(analysis, tmp_path / "report").read_text()
+    assert "Against every candidate set of the same size" in report
+    # resumable: the partial file holds every scored set, so a crash after it costs no re-scoring
+    partial = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.partial.json")
+    assert len(partial["variants"]) == 1 + 3 + 3
