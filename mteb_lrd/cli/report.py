@@ -13,6 +13,8 @@ EPILOG = """examples:
   mteb-lrd report results/ --out reports/           # after `mteb-lrd run --task demo`
   mteb-lrd report                                   # ./results -> ./reports
   mteb-lrd report results/ --out reports/demo --task LocalSTSBenchmarkDemo   # only these task columns
+  mteb-lrd report --training out/eval/layer_dynamics_evaluation_dev_results.csv --out reports/
+      # a training run: the LayerDynamicsEvaluator's CSV or a trainer_state.json -> reports/training.png
 
 Writes report.html (self-contained: figures and the CSV / JSON tables embedded), leaderboard.md,
 leaderboard.csv / .json (one row per model or pruned variant: never averaged together), tasks.csv /
@@ -43,11 +45,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="fail on an unreadable result file instead of warning"
     )
+    parser.add_argument("--training", default=None, type=path_arg, metavar="LOG",
+                        help="plot a training run instead: the LayerDynamicsEvaluator's CSV or a trainer_state.json")  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd report``; returns the exit code."""
+    if args.training is not None:
+        from mteb_lrd.report.training import write_training_figure
+
+        if args.results_folder or args.results:
+            raise ValueError("--training plots a training log: give no results folder with it")
+        print(write_training_figure(args.training, args.output))
+        return 0
     from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.report import write_report
 
