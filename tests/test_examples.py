@@ -30,6 +30,7 @@ READMES = (
     ROOT / "plugins" / "README.md",
     ROOT / "docs" / "python-api.md",
     ROOT / "docs" / "cli.md",
+    ROOT / "docs" / "training.md",
 )
 
 PANEL_ONLY = ("all-mpnet-base-v2", "smollm2-135m", "gemma-3-270m", "qwen2.5-coder-0.5b", "sre-minilm-l6")
