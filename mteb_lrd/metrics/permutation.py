@@ -26,6 +26,7 @@ __all__ = [
     "joint_permutation",
     "permutation_spearman",
     "sign_flip",
+    "spearman_difference",
     "unit_centred_ranks",
 ]
 
@@ -186,3 +187,32 @@ def sign_flip(
     hits = int(np.sum(np.abs(signs @ d / d.size) >= abs(observed) - 1e-12))
     p = hits / count if exact else (hits + 1) / (count + 1)
     return PermutationTest(observed, min(1.0, p), int(d.size), exact, count)
+
+
+def spearman_difference(
+    a: object, b: object, y: object, *, resamples: int = MONTE_CARLO_RESAMPLES, seed: int = 0
+) -> PermutationTest:
+    """Is score ``a`` a better predictor of ``y`` than score ``b`` across the same models?
+
+    The statistic is ρ(a, y) − ρ(b, y) (Spearman; averaged over tasks when the inputs are
+    ``(tasks, models)`` arrays). It is a sum of one term per model, ``(r_a − r_b) · r_y`` with unit
+    centred ranks, and swapping a model's two scores flips its term's sign: under "the two scores are
+    exchangeable" every sign assignment is equally likely, so :func:`sign_flip` over the per-model
+    terms (summed over tasks: the model is the unit) gives the exact p (2^n assignments up to
+    :data:`SIGN_FLIP_EXACT_LIMIT` models). Two dependent correlations must be compared this way,
+    not by their separate p-values.
+
+    Raises:
+        ValueError: shapes that differ, fewer than 3 models, or non-finite values.
+    """
+    arrays = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in (a, b, y)]
+    if len({x.shape for x in arrays}) != 1 or arrays[0].ndim != 2 or arrays[0].shape[1] < 3:
+        raise ValueError(
+            f"a, b and y must share a (models,) or (tasks, models) shape with >= 3 models; got {[x.shape for x in arrays]}"
+        )
+    if not all(np.all(np.isfinite(x)) for x in arrays):
+        raise ValueError("a, b and y must be finite (a model without a score cannot be compared)")
+    ra, rb, ry = (unit_centred_ranks(x) for x in arrays)
+    terms = ((ra - rb) * ry).sum(axis=0) / ra.shape[0]  # per model, averaged over tasks
+    test = sign_flip(terms, resamples=resamples, seed=seed)
+    return PermutationTest(float(terms.sum()), test.p, test.n, test.exact, test.orders)

@@ -193,6 +193,24 @@ def _model_level_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> 
     return lines + _table(header, rows)
 
 
+def _strongest_lines(analysis: Mapping[str, Any]) -> list[str]:
+    """Whether d0L beats each rival: the difference of two dependent correlations, tested exactly."""
+    strongest = analysis.get("strongest") or {}
+    against = strongest.get("against") or {}
+    if not against:
+        return []
+    reference = strongest["reference"]
+    lines = ["", f"### Is {reference} the strongest?", "",
+             f"ρ({reference}) − ρ(rival), averaged over tasks; p from swapping the two scores within models "
+             "(every one of the 2^n assignments), Holm over the rivals. A positive difference with a small "
+             "adjusted p is needed to call it stronger.", ""]  # fmt: skip
+    rows = [
+        [name, e["difference"], e["p"], e["p_holm"], e["n_models"], e["n_tasks"]]
+        for name, e in against.items()
+    ]
+    return lines + _table(["rival", "ρ difference", "p", "p (Holm)", "models", "tasks"], rows)
+
+
 def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
     """``selection.md`` / ``selection.html`` / one scatter PNG per headline score; returns the .md path."""
     summary = analysis["summary"]
@@ -201,6 +219,7 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     lines += ["", "## Correlation with the main score, over tasks", ""]
     lines += _summary_table(summary, [n for n in order if n in headline])
     lines += _model_level_lines(analysis, headline)
+    lines += _strongest_lines(analysis)
     lines += _control_lines(analysis, headline)
     lines += ["", "## What this panel can and cannot show", ""] + [f"- {c}" for c in analysis["caveats"]]
     lines += ["", "## All scores (median ρ over tasks)", "", *_summary_table(summary, order)]

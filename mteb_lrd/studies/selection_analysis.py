@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.metrics.bootstrap import bootstrap_median_spearman
-from mteb_lrd.metrics.permutation import holm, joint_permutation
+from mteb_lrd.metrics.permutation import holm, joint_permutation, spearman_difference
 from mteb_lrd.metrics.statistics import Correlation, partial_pearson, partial_spearman, spearman
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
 
@@ -35,15 +35,26 @@ __all__ = [
     "TaskSummary",
     "analyse_selection",
     "correlate_per_task",
+    "STRONGEST_RIVALS",
     "leave_one_family_out",
+    "model_level_tests",
     "panel_caveats",
     "partial_per_task",
     "records_reproduce",
+    "strongest_tests",
     "summarise_tasks",
 ]
 
 CONTROLS: tuple[str, ...] = ("log_params", "log_dim", "dim", "family")
 MIN_MODELS = 4
+STRONGEST_RIVALS: tuple[str, ...] = (
+    "frenet_total_arc_length",
+    "nrs_mean_jaccard",
+    "nrs_jaccard_first_last",
+    "gfmi_mean_auc",
+    "gfmi_late_auc",
+)
+"""The LRD scores d0L is compared with before the paper's "d0L is the strongest" is judged."""
 
 
 def _aligned(task_scores: Mapping[str, Mapping[str, float]], task_main: Mapping[str, float], name: str):
@@ -284,6 +295,41 @@ def model_level_tests(
     return tested
 
 
+def strongest_tests(
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]],
+    main: Mapping[str, Mapping[str, float]],
+    reference: str,
+    others: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """Does ``reference`` predict the main score better than each of ``others``?
+
+    Per comparison: ρ(reference) − ρ(other) averaged over the tasks where every model has both
+    scores, with the exact exchange test over models
+    (:func:`~mteb_lrd.metrics.permutation.spearman_difference`), then Holm over the comparisons.
+
+    Returns:
+        ``{other: {"difference", "p", "p_holm", "exact", "n_models", "n_tasks"}}`` (only comparisons
+        with at least :data:`MIN_MODELS` models and one task).
+    """
+    tasks = sorted(main)
+    models = sorted(set.intersection(*(set(main[t]) for t in tasks))) if tasks else []
+    tested: dict[str, dict[str, Any]] = {}
+    for other in others:
+        usable = [t for t in tasks if all(np.isfinite(scores.get(t, {}).get(m, {}).get(k, np.nan))
+                                          for m in models for k in (reference, other))]  # fmt: skip
+        if other == reference or len(models) < MIN_MODELS or not usable:
+            continue
+        a, b = (np.array([[scores[t][m][k] for m in models] for t in usable]) for k in (reference, other))
+        y = np.array([[main[t][m] for m in models] for t in usable])
+        test = spearman_difference(a, b, y)
+        tested[other] = {"difference": test.statistic, "p": test.p, "exact": test.exact,
+                         "n_models": test.n, "n_tasks": len(usable)}  # fmt: skip
+    if tested:
+        for entry, p_holm in zip(tested.values(), holm([e["p"] for e in tested.values()]), strict=True):
+            entry["p_holm"] = float(p_holm)
+    return tested
+
+
 def analyse_selection(
     records: Sequence[Mapping[str, Any]], *, min_models: int = 4, reproduce: str | None = None
 ) -> dict[str, Any]:
@@ -342,6 +388,10 @@ def analyse_selection(
         },
         "summary": summary,
         "model_level": model_level_tests(scores, main),
+        "strongest": {
+            "reference": "frenet_d0L",
+            "against": strongest_tests(scores, main, "frenet_d0L", STRONGEST_RIVALS),
+        },  # fmt: skip
         "alpha": ALPHA,
         "partial": partial,
         "lofo": lofo,

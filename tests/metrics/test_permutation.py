@@ -113,3 +113,55 @@ def test_joint_permutation_with_a_score_per_model_and_task():
     observed = stat(range(5))
     p = sum(abs(stat(o)) >= abs(observed) - 1e-12 for o in orders) / len(orders)
     assert test.statistic == pytest.approx(observed) and test.p == pytest.approx(p)
+
+
+def test_spearman_difference_by_hand():
+    from mteb_lrd.metrics.permutation import spearman_difference
+
+    y = [1.0, 2.0, 3.0, 4.0]
+    test = spearman_difference(y, y[::-1], y)  # ρ = +1 against ρ = −1
+    assert test.statistic == pytest.approx(2.0)
+    # per-model terms 2·r², r = (−1.5, −.5, .5, 1.5)/√5: (.9, .1, .1, .9); only "all +" and "all −" reach |mean| .5
+    assert test.p == pytest.approx(2 / 16) and test.exact and test.orders == 16
+    same = spearman_difference(
+        [3.0, 1.0, 2.0, 5.0, 4.0], [3.0, 1.0, 2.0, 5.0, 4.0], [1.0, 2.0, 3.0, 4.0, 5.0]
+    )
+    assert same.statistic == 0.0 and same.p == 1.0
+
+
+def test_spearman_difference_equals_a_loop_over_swaps_with_tasks_pooled_per_model():
+    import itertools
+
+    from scipy import stats
+
+    from mteb_lrd.metrics.permutation import spearman_difference
+
+    rng = np.random.default_rng(4)
+    a, b, y = rng.normal(size=(3, 2, 7))  # 2 tasks × 7 models each
+    test = spearman_difference(a, b, y)
+    observed = np.mean(
+        [stats.spearmanr(a[t], y[t]).statistic - stats.spearmanr(b[t], y[t]).statistic for t in range(2)]
+    )
+    assert test.statistic == pytest.approx(observed)
+
+    def centred(v):
+        r = stats.rankdata(v) - (len(v) + 1) / 2
+        return r / np.linalg.norm(r)
+
+    terms = [
+        sum((centred(a[t])[i] - centred(b[t])[i]) * centred(y[t])[i] for t in range(2)) / 2 for i in range(7)
+    ]
+    hits = sum(abs(sum(s * c for s, c in zip(signs, terms, strict=True))) >= abs(sum(terms)) - 1e-12
+               for signs in itertools.product((1, -1), repeat=7))  # fmt: skip
+    assert test.p == pytest.approx(hits / 2**7)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "y"),
+    [([1, 2], [2, 1], [1, 2]), ([1, 2, 3], [1, 2], [1, 2, 3]), ([1, 2, np.nan], [1, 2, 3], [1, 2, 3])],
+)
+def test_spearman_difference_rejects_bad_input(a, b, y):
+    from mteb_lrd.metrics.permutation import spearman_difference
+
+    with pytest.raises(ValueError, match="a, b and y"):
+        spearman_difference(a, b, y)

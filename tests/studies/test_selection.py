@@ -117,3 +117,24 @@ def test_model_level_tests_relabel_models_jointly_and_adjust_by_holm():
     assert (tested["frenet_d0L"]["ci_low"], tested["frenet_d0L"]["ci_high"]) == pytest.approx(
         (interval.low[0], interval.high[0])
     )
+
+
+def test_strongest_compares_dependent_correlations_exactly_and_adjusts_by_holm():
+    from mteb_lrd.metrics.permutation import holm, spearman_difference
+    from mteb_lrd.studies.selection_analysis import strongest_tests
+
+    models = ["m1", "m2", "m3", "m4", "m5", "m6"]
+    main = {"A": dict(zip(models, [0.1, 0.5, 0.3, 0.9, 0.7, 0.2], strict=True)),
+            "B": dict(zip(models, [0.2, 0.4, 0.6, 0.8, 0.3, 0.1], strict=True))}  # fmt: skip
+    d0l = {t: [main[t][m] * 10 for m in models] for t in main}  # a perfect predictor
+    nrs = {"A": [0.5, 0.1, 0.2, 0.3, 0.4, 0.6], "B": [0.9, 0.8, 0.1, 0.2, 0.3, 0.4]}
+    gfmi = {"A": [1, 5, 3, 6, 4, 2], "B": [2, 4, 5, 6, 3, 1.5]}
+    scores = {t: {m: {"frenet_d0L": d0l[t][i], "nrs_mean_jaccard": nrs[t][i], "gfmi_mean_auc": gfmi[t][i]}
+                  for i, m in enumerate(models)} for t in main}  # fmt: skip
+    tested = strongest_tests(scores, main, "frenet_d0L", ["nrs_mean_jaccard", "gfmi_mean_auc", "frenet_d0L"])
+    assert list(tested) == ["nrs_mean_jaccard", "gfmi_mean_auc"]  # never against itself
+    y = [[main[t][m] for m in models] for t in main]
+    raw = [spearman_difference([d0l[t] for t in main], [other[t] for t in main], y) for other in (nrs, gfmi)]
+    assert [tested[k]["difference"] for k in tested] == pytest.approx([r.statistic for r in raw])
+    assert [tested[k]["p_holm"] for k in tested] == pytest.approx(holm([r.p for r in raw]))
+    assert tested["nrs_mean_jaccard"]["difference"] > 1 and tested["nrs_mean_jaccard"]["n_models"] == 6
