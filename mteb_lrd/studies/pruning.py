@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.pruning.choose import method_choices
 from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, candidate_block_sets, rule_scores
 from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
@@ -149,6 +150,7 @@ def measure_pruning_cell(
         },
         "reproduce": options.reproduce,
         "extraction": cell.dynamics.extraction,
+        "run": run_provenance(),
         "profiles": {name: values for name, values in rules.items()},
         "block_influence": influence,
         "choices": choices,

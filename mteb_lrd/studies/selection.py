@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
 from mteb_lrd.studies.options import CellOptions
 from mteb_lrd.studies.runner import (
@@ -86,6 +87,7 @@ def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -
         "prompt": prompt,
         "extraction": cell.dynamics.extraction,
         "lrd_params": result.params,
+        "run": run_provenance(),
         "scores": scores,
         "profiles": {
             "speed": result.frenet.speed,

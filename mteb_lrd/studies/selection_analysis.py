@@ -40,6 +40,7 @@ __all__ = [
     "model_level_tests",
     "panel_caveats",
     "partial_per_task",
+    "record_scores",
     "records_reproduce",
     "strongest_tests",
     "summarise_tasks",
@@ -230,9 +231,12 @@ def panel_caveats(models: Mapping[str, Mapping[str, object]], n_tasks: int) -> l
     return notes
 
 
-def _record_scores(rec: Mapping[str, Any], reproduce: str) -> dict[str, float]:
+def record_scores(rec: Mapping[str, Any], reproduce: str) -> dict[str, float]:
+    """A cell's finite scores under ``reproduce``'s definitions: the authors' Frenet summaries are
+    recomputed from the recorded profiles; a record without profiles (rebuilt from a tidy file)
+    holds them in its mode's definitions already."""
     values = dict(rec["scores"])
-    if reproduce == "authors":
+    if reproduce == "authors" and "profiles" in rec:
         profiles = rec["profiles"]
         frenet = authors_frenet_summary(
             np.asarray(profiles["speed"], dtype=np.float64),
@@ -357,7 +361,7 @@ def analyse_selection(
     models: dict[str, dict[str, Any]] = {}
     for rec in records:
         model, task = rec["model"]["name"], rec["task"]
-        scores.setdefault(task, {})[model] = _record_scores(rec, mode)
+        scores.setdefault(task, {})[model] = record_scores(rec, mode)
         main.setdefault(task, {})[model] = float(rec["main_score"])
         models[model] = rec["model"]
     per_task = correlate_per_task(scores, main, min_models=min_models)

@@ -1,0 +1,174 @@
+"""Tidy study records: one small CSV per study, one row per (model, task, score) or scored variant.
+
+A study folder's cell records (``records/<model>/<task>.json``) hold profiles and settings; the tidy
+file keeps what the results documents are computed from, small enough to commit, and turns back
+into records the analyses read (:func:`records_from_rows`), so every number of the results documents
+is regenerated from committed files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mteb_lrd.io import atomic_write_text
+
+__all__ = [
+    "COLUMNS",
+    "read_rows",
+    "records_from_rows",
+    "study_kind",
+    "tidy_rows",
+    "write_rows",
+]
+
+COLUMNS: tuple[str, ...] = (
+    "study", "model", "family", "kind", "params", "dim", "layers", "template", "task", "split",
+    "n_texts", "row", "score", "value", "method", "budget", "seed", "blocks", "speedup", "options", "versions",
+)  # fmt: skip
+"""The tidy file's columns. ``row`` says what a row is: ``score`` (an LRD score or ``main_score`` of a
+selection cell), ``base`` (a pruning cell's unpruned score), ``choice`` (a method's variant: ``value``
+is its score change) or ``subset`` (an exhaustively scored block set: ``value`` is its change)."""
+
+_MODEL_KEYS = ("family", "kind", "params", "dim", "layers", "template")
+
+
+def study_kind(records: Sequence[Mapping[str, Any]]) -> str:
+    """``"pruning"`` when the records hold pruning choices, else ``"selection"``.
+
+    Raises:
+        ValueError: no record, or records of both kinds.
+    """
+    kinds = {"pruning" if "choices" in rec else "selection" for rec in records}
+    if len(kinds) != 1:
+        raise ValueError(f"expected the records of one study, got {sorted(kinds) or 'none'}")
+    return kinds.pop()
+
+
+def _common(rec: Mapping[str, Any], study: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    model = rec["model"]
+    return {
+        "study": study, "model": model["name"], **{k: model.get(k) for k in _MODEL_KEYS}, "task": rec["task"],
+        "split": "test", "n_texts": rec.get("n_texts"), "options": json.dumps(options, sort_keys=True),
+        "versions": json.dumps((rec.get("run") or {}).get("versions", {}), sort_keys=True),
+    }  # fmt: skip
+
+
+def _selection_rows(rec: Mapping[str, Any], study: str, scores: Mapping[str, float]) -> list[dict[str, Any]]:
+    options = {"caps": rec.get("caps"), "reproduce": rec.get("reproduce", "ours"), "prompt": rec.get("prompt"),
+               "text_order": rec.get("text_order"), "main_score_name": rec.get("main_score_name")}  # fmt: skip
+    common = _common(rec, study, options)
+    seed = (rec.get("lrd_params") or {}).get("seed")
+    rows = [{**common, "row": "score", "score": "main_score", "value": rec["main_score"], "seed": seed}]
+    return rows + [
+        {**common, "row": "score", "score": k, "value": v, "seed": seed} for k, v in scores.items()
+    ]
+
+
+def _pruning_rows(rec: Mapping[str, Any], study: str) -> list[dict[str, Any]]:
+    settings = rec.get("settings", {})
+    options = {
+        k: settings.get(k) for k in ("protect", "mapping", "caps", "reproduce", "prompt", "text_order")
+    }
+    options["main_score_name"] = rec.get("main_score_name")
+    common = _common(rec, study, options)
+    rows = [{**common, "row": "base", "score": "main_score", "value": rec["base_score"]}]
+    for c in rec["choices"]:
+        rows.append({**common, "row": "choice", "score": "delta", "value": c["delta"], "method": c["method"],
+                     "budget": c["budget"], "seed": c.get("seed"), "blocks": ",".join(map(str, c["blocks"])),
+                     "speedup": c.get("speedup")})  # fmt: skip
+    for size, sets in (rec.get("subsets") or {}).items():
+        rows += [{**common, "row": "subset", "score": "delta", "value": v, "budget": None, "method": f"size {size}",
+                  "blocks": key} for key, v in sets.items()]  # fmt: skip
+    return rows
+
+
+def tidy_rows(records: Sequence[Mapping[str, Any]], study: str) -> list[dict[str, Any]]:
+    """The tidy rows of a study's cell records (selection scores in the records' own ``reproduce``
+    definitions, as the analysis reads them).
+
+    Raises:
+        ValueError: as :func:`study_kind`.
+    """
+    if study_kind(records) == "pruning":
+        return [row for rec in records for row in _pruning_rows(rec, study)]
+    from mteb_lrd.studies.selection_analysis import record_scores, records_reproduce
+
+    mode = records_reproduce(records)
+    return [row for rec in records for row in _selection_rows(rec, study, record_scores(rec, mode))]
+
+
+def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    first = rows[0]
+    model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
+    options = json.loads(first["options"] or "{}")
+    rec: dict[str, Any] = {"model": model, "task": first["task"], "n_texts": first["n_texts"],
+                           "reproduce": options.get("reproduce") or "ours"}  # fmt: skip
+    if any(r["row"] == "base" for r in rows):
+        rec["base_score"] = next(r["value"] for r in rows if r["row"] == "base")
+        rec["choices"] = [{"method": r["method"], "budget": r["budget"], "seed": r["seed"], "delta": r["value"],
+                           "blocks": _blocks(r["blocks"]), "speedup": r["speedup"]}
+                          for r in rows if r["row"] == "choice"]  # fmt: skip
+        subsets: dict[str, dict[str, float]] = {}
+        for r in (r for r in rows if r["row"] == "subset"):
+            subsets.setdefault(str(r["method"]).removeprefix("size "), {})[r["blocks"]] = r["value"]
+        rec["subsets"] = subsets
+        return rec
+    rec["main_score"] = next(r["value"] for r in rows if r["score"] == "main_score")
+    rec["scores"] = {r["score"]: r["value"] for r in rows if r["score"] != "main_score"}
+    return rec
+
+
+def _blocks(text: Any) -> list[int]:
+    return [int(b) for b in str(text).split(",") if b != ""] if text not in (None, "") else []
+
+
+def records_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Cell records the analyses read (:func:`~mteb_lrd.studies.selection_analysis.analyse_selection`,
+    :func:`~mteb_lrd.studies.pruning_analysis.analyse_pruning`), one per (model, task), in file order."""
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        cells.setdefault((row["model"], row["task"]), []).append(dict(row))
+    return [_cell(group) for group in cells.values()]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Write tidy rows as CSV (:data:`COLUMNS`, floats at full precision), atomically."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows([_text(row.get(column)) for column in COLUMNS] for row in rows)
+    return atomic_write_text(path, buffer.getvalue())
+
+
+_NUMBERS = {"params": int, "dim": int, "layers": int, "n_texts": int, "value": float, "budget": float,
+            "seed": int, "speedup": float}  # fmt: skip
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read a tidy CSV back (numbers as numbers, empty cells as ``None``).
+
+    Raises:
+        ValueError: a file whose header is not :data:`COLUMNS`, or an unreadable number (naming the line).
+    """
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise ValueError(f"{path}: not a tidy study record (columns {reader.fieldnames})")
+        rows = []
+        for line, row in enumerate(reader, 2):
+            try:
+                rows.append(
+                    {k: (None if v == "" else _NUMBERS[k](v) if k in _NUMBERS else v) for k, v in row.items()}
+                )
+            except ValueError as error:
+                raise ValueError(f"{path}, line {line}: {error}") from None
+    return rows
