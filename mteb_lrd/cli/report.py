@@ -15,6 +15,8 @@ EPILOG = """examples:
   mteb-lrd report results/ --out reports/demo --task LocalSTSBenchmarkDemo   # only these task columns
   mteb-lrd report --training out/eval/layer_dynamics_evaluation_dev_results.csv --out reports/
       # a training run: the LayerDynamicsEvaluator's CSV or a trainer_state.json -> reports/training.png
+  mteb-lrd report --export-records results/select --out docs/records    # a study folder -> docs/records/select.csv
+  mteb-lrd report --records docs/records --out docs/   # docs/results.md from the committed tidy records
 
 Writes report.html (self-contained: figures and the CSV / JSON tables embedded), leaderboard.md,
 leaderboard.csv / .json (one row per model or pruned variant: never averaged together), tasks.csv /
@@ -45,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="fail on an unreadable result file instead of warning"
     )
+    parser.add_argument("--export-records", default=None, type=path_arg, metavar="STUDY",
+                        help="write a select / prune-study folder's records as one tidy CSV <out>/<STUDY name>.csv")  # fmt: skip
+    parser.add_argument("--records", default=None, type=path_arg, metavar="FOLDER",
+                        help="write <out>/results.md from the tidy study records in FOLDER")  # fmt: skip
     parser.add_argument("--training", default=None, type=path_arg, metavar="LOG",
                         help="plot a training run instead: the LayerDynamicsEvaluator's CSV or a trainer_state.json")  # fmt: skip
     parser.set_defaults(func=run)
@@ -52,12 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd report``; returns the exit code."""
-    if args.training is not None:
-        from mteb_lrd.report.training import write_training_figure
-
-        if args.results_folder or args.results:
-            raise ValueError("--training plots a training log: give no results folder with it")
-        print(write_training_figure(args.training, args.output))
+    special = [flag for flag in ("training", "export_records", "records") if getattr(args, flag) is not None]
+    if special:
+        if len(special) > 1 or args.results_folder or args.results:
+            raise ValueError(
+                "--training, --export-records and --records each stand alone: give one, without a results folder"
+            )
+        print(_special(special[0], args))
         return 0
     from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.report import write_report
@@ -84,3 +91,25 @@ def run(args: argparse.Namespace) -> int:
     for figure in paths["figures"]:
         print(figure)
     return 0
+
+
+def _special(flag: str, args: argparse.Namespace) -> object:
+    """Run one of the stand-alone report modes; returns the path it wrote."""
+    from pathlib import Path
+
+    if flag == "training":
+        from mteb_lrd.report.training import write_training_figure
+
+        return write_training_figure(args.training, args.output)
+    if flag == "records":
+        from mteb_lrd.report.results_document import write_results
+
+        return write_results(args.records, args.output)
+    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.tidy import tidy_rows, write_rows
+
+    study = Path(args.export_records)
+    records = load_records(study)
+    if not records:
+        raise ValueError(f"no cell records in {study}/records: not a select or prune-study folder")
+    return write_rows(Path(args.output) / f"{study.name}.csv", tidy_rows(records, study.name))

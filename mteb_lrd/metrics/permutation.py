@@ -26,6 +26,7 @@ __all__ = [
     "joint_permutation",
     "permutation_spearman",
     "sign_flip",
+    "minimum_detectable_rho",
     "spearman_difference",
     "unit_centred_ranks",
 ]
@@ -216,3 +217,21 @@ def spearman_difference(
     terms = ((ra - rb) * ry).sum(axis=0) / ra.shape[0]  # per model, averaged over tasks
     test = sign_flip(terms, resamples=resamples, seed=seed)
     return PermutationTest(float(terms.sum()), test.p, test.n, test.exact, test.orders)
+
+
+def minimum_detectable_rho(n: int, alpha: float = 0.05) -> float:
+    """The smallest ``|ρ|`` that an exact two-sided permutation test over ``n`` models can call
+    significant at ``alpha`` (every one of the n! orders, no ties): below it no data can decide.
+
+    Raises:
+        ValueError: ``n`` outside ``3 .. EXACT_LIMIT`` or ``alpha`` outside (0, 1).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or not 3 <= n <= EXACT_LIMIT:
+        raise ValueError(f"n must be an integer in 3..{EXACT_LIMIT}; got {n!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    orders = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    rho = 1 - 6 * ((orders - np.arange(n)) ** 2).sum(axis=1) / (n * (n * n - 1))
+    magnitudes = np.abs(rho)
+    candidates = [m for m in np.unique(magnitudes) if np.mean(magnitudes >= m - 1e-12) <= alpha]
+    return float(min(candidates)) if candidates else float("nan")

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.plots import label_points, panel_grid, score_axis_label
 
-__all__ = ["selection_scatter", "write_prune_report", "write_selection_report"]
+__all__ = ["markdown_table", "selection_scatter", "write_prune_report", "write_selection_report"]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -35,7 +35,8 @@ def _finite_or(value: Any, default: float) -> float:
     return float(value) if value is not None and np.isfinite(value) else default
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A Markdown table (numbers rounded for reading, NaN as a dash)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
     return lines
@@ -131,20 +132,20 @@ def _panel_lines(analysis: Mapping[str, Any]) -> list[str]:
     models, tasks = analysis["models"], analysis["tasks"]
     lines = [f"{len(models)} models, {len(tasks)} tasks. Spearman ρ across models, per task, then over tasks.",
              "", f"Definitions: `reproduce={analysis.get('reproduce', 'ours')}` (see docs/method.md).", ""]  # fmt: skip
-    lines += _table(
+    lines += markdown_table(
         ["model", "family", "params (M)", "dim", "layers", "kind", "text template"],
         [[m, i["family"], i["params"] / 1e6, i["dim"], i["layers"], i["kind"], i.get("template") or "none"]
          for m, i in sorted(models.items())],
     )  # fmt: skip
     lines += ["", "## Main scores", ""]
-    return lines + _table(
+    return lines + markdown_table(
         ["task", *sorted(models)], [[t, *[analysis["main"][t].get(m) for m in sorted(models)]] for t in tasks]
     )
 
 
 def _summary_table(summary: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     header = ["score", *[title for title, _ in _SUMMARY_COLUMNS]]
-    return _table(header, [[n, *[summary[n][key] for _, key in _SUMMARY_COLUMNS]] for n in names])
+    return markdown_table(header, [[n, *[summary[n][key] for _, key in _SUMMARY_COLUMNS]] for n in names])
 
 
 def _control_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> list[str]:
@@ -156,20 +157,20 @@ def _control_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> list
         else "Spearman"
     )
     lines = ["", f"### Controls: partial {method} ρ (median over tasks)", ""]
-    lines += _table(
+    lines += markdown_table(
         ["score", "raw", *[f"controlling {c}" for c in partial]],
         [[n, summary[n]["median_rho"], *[partial[c].get(n, {}).get("median_rho") for c in partial]]
          for n in headline if n in summary],
     )  # fmt: skip
     lines += ["", "### Leave one family out (median ρ over tasks without that family)", ""]
     families = sorted({i["family"] for i in analysis["models"].values()})
-    lines += _table(
+    lines += markdown_table(
         ["score", *[f"−{f}" for f in families]],
         [[n, *[analysis["lofo"].get(n, {}).get(f, {}).get("median_rho") for f in families]]
          for n in headline if n in analysis["lofo"]],
     )  # fmt: skip
     lines += ["", "### Per-task ρ", ""]
-    return lines + _table(
+    return lines + markdown_table(
         ["score", *tasks],
         [[n, *[analysis["per_task"].get(n, {}).get(t, {}).get("rho") for t in tasks]] for n in headline],
     )
@@ -190,7 +191,7 @@ def _model_level_lines(analysis: Mapping[str, Any], headline: Sequence[str]) -> 
              tested[n]["p_holm"], "exact" if tested[n]["exact"] else "Monte Carlo", tested[n]["n_models"],
              tested[n]["n_tasks"]] for n in names]  # fmt: skip
     header = ["score", "median ρ", "95% CI low", "95% CI high", "p", "p (Holm)", "p by", "models", "tasks"]
-    return lines + _table(header, rows)
+    return lines + markdown_table(header, rows)
 
 
 def _strongest_lines(analysis: Mapping[str, Any]) -> list[str]:
@@ -208,7 +209,7 @@ def _strongest_lines(analysis: Mapping[str, Any]) -> list[str]:
         [name, e["difference"], e["p"], e["p_holm"], e["n_models"], e["n_tasks"]]
         for name, e in against.items()
     ]
-    return lines + _table(["rival", "ρ difference", "p", "p (Holm)", "models", "tasks"], rows)
+    return lines + markdown_table(["rival", "ρ difference", "p", "p (Holm)", "models", "tasks"], rows)
 
 
 def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, headline: Sequence[str]) -> Path:
@@ -243,7 +244,7 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
     table, budgets, methods = analysis["table"], analysis["budgets"], analysis["methods"]
     cols = [f"{b:g}" for b in budgets]
     lines = ["# Layer pruning", "", f"{len(analysis['cells'])} model × task cells, unpruned main score:", ""]
-    lines += _table(
+    lines += markdown_table(
         ["model", "task", "unpruned score", "text template"],
         [[b["model"], b["task"], b["base_score"], b["template"] or "none"] for b in analysis.get("base", [])],
     )
@@ -252,7 +253,7 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
     rows = [
         [m, *[f"{table[m][c]['mean']:+.4f} ({table[m][c]['median']:+.4f})" for c in cols]] for m in methods
     ]
-    lines += _table(["method", *[f"{float(c):.0%}" for c in cols]], rows)
+    lines += markdown_table(["method", *[f"{float(c):.0%}" for c in cols]], rows)
     for c in cols:
         lines += ["", f"## Budget {float(c):.0%}", ""]
         keys = [
@@ -266,7 +267,7 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
             "share_beats_random",
             "speedup",
         ]
-        lines += _table(
+        lines += markdown_table(
             [
                 "method",
                 "mean Δ",
@@ -320,7 +321,7 @@ def _exhaustive_lines(exhaustive: Mapping[str, Any]) -> list[str]:
              "Each cell scored every set of candidate blocks of a size; a method's choice gets its mid-rank "
              "percentile among them (100: better than every set, 50: the median set). Percentiles are "
              "averaged within a model first; n models is the effective sample size.", ""]  # fmt: skip
-    lines += _table(
+    lines += markdown_table(
         ["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"],
         [
             [
@@ -336,7 +337,7 @@ def _exhaustive_lines(exhaustive: Mapping[str, Any]) -> list[str]:
         ],  # fmt: skip
     )
     lines += [""]
-    lines += _table(
+    lines += markdown_table(
         ["method", "size", "mean percentile", "per model", "models", "cells"],
         [
             [

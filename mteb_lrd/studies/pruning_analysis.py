@@ -12,7 +12,7 @@ from mteb_lrd.metrics.permutation import sign_flip
 from mteb_lrd.metrics.statistics import wilcoxon_paired
 from mteb_lrd.studies.exhaustive_reference import exhaustive_reference
 
-__all__ = ["analyse_pruning", "random_seed_spread"]
+__all__ = ["analyse_pruning", "pooled_vs_random", "random_seed_spread"]
 
 
 def random_seed_spread(per_seed_means: Mapping[int, float]) -> dict[str, float]:
@@ -126,3 +126,39 @@ def _interval_over_models(deltas: np.ndarray, resamples: int) -> tuple[float, fl
         return float("nan"), float("nan")
     interval = bootstrap_mean(deltas[None, :], resamples=resamples, seed=0, over="models")
     return float(interval.low[0]), float(interval.high[0])
+
+
+def pooled_vs_random(
+    records: Sequence[Mapping[str, Any]], methods: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Each method against Random over every budget and task, the model as the unit.
+
+    Per model: the mean over its (task, budget) pairs of the method's Δ minus Random's mean Δ over
+    seeds at that task and budget; then the exact sign-flip test over models
+    (:func:`~mteb_lrd.metrics.permutation.sign_flip`).
+
+    Returns:
+        ``{method: {"difference", "p", "exact", "n_models", "n_cells"}}`` for the methods with a choice
+        in some cell that also has Random.
+    """
+    per_model: dict[str, dict[str, list[float]]] = {}
+    cells: dict[str, set[tuple[str, str]]] = {}
+    for rec in records:
+        name = rec["model"]["name"]
+        by: dict[tuple[str, float], list[float]] = {}
+        for choice in rec["choices"]:
+            by.setdefault((choice["method"], float(choice["budget"])), []).append(float(choice["delta"]))
+        for (method, budget), deltas in by.items():
+            random = by.get(("random", budget))
+            if method in methods and random:
+                per_model.setdefault(method, {}).setdefault(name, []).append(
+                    float(np.mean(deltas) - np.mean(random))
+                )
+                cells.setdefault(method, set()).add((name, rec["task"]))
+    out = {}
+    for method, models in per_model.items():
+        means = np.array([np.mean(v) for v in models.values()])
+        test = sign_flip(means)
+        out[method] = {"difference": float(means.mean()), "p": test.p, "exact": test.exact,
+                       "n_models": int(means.size), "n_cells": len(cells[method])}  # fmt: skip
+    return out

@@ -165,3 +165,23 @@ def test_spearman_difference_rejects_bad_input(a, b, y):
 
     with pytest.raises(ValueError, match="a, b and y"):
         spearman_difference(a, b, y)
+
+
+def test_minimum_detectable_rho_by_hand():
+    from mteb_lrd.metrics.permutation import minimum_detectable_rho, permutation_spearman
+
+    # n = 5: |rho| = 1 has p = 2/120; the next value, 0.9, has p = 10/120 > 0.05
+    assert minimum_detectable_rho(5) == 1.0
+    assert minimum_detectable_rho(6) == pytest.approx(31 / 35)  # 0.886: the threshold known at six models
+    m9 = minimum_detectable_rho(9)
+    assert m9 == pytest.approx(0.7)
+    x = np.arange(9.0)
+    # a permutation reaching rho = 0.7 is significant, one just below is not
+    y = next(
+        np.array(p, dtype=float)
+        for p in itertools.permutations(range(9))
+        if abs(1 - 6 * sum((np.array(p) - x) ** 2) / 720 - 0.7) < 1e-9
+    )
+    assert permutation_spearman(x, y).p <= 0.05
+    with pytest.raises(ValueError, match="n must be"):
+        minimum_detectable_rho(2)

@@ -115,3 +115,23 @@ def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_
     # resumable: the partial file holds every scored set, so a crash after it costs no re-scoring
     partial = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.partial.json")
     assert len(partial["variants"]) == 1 + 3 + 3
+
+
+def test_pooled_vs_random_averages_within_models_first():
+    from mteb_lrd.studies.pruning_analysis import pooled_vs_random
+
+    def rec(model, task, choices):
+        return {"model": {"name": model}, "task": task,
+                "choices": [{"method": m, "budget": b, "delta": d} for m, b, d in choices]}  # fmt: skip
+
+    records = [
+        rec("A", "t1", [("nrs", 0.2, -0.01), ("random", 0.2, -0.03), ("random", 0.2, -0.05)]),  # +0.03
+        rec("A", "t2", [("nrs", 0.2, -0.02), ("random", 0.2, -0.03)]),  # +0.01
+        rec("B", "t1", [("nrs", 0.2, -0.01), ("random", 0.2, -0.03), ("gfmi", 0.2, 0.0)]),  # +0.02
+    ]
+    result = pooled_vs_random(records, ["nrs", "gfmi", "frenet"])
+    assert set(result) == {"nrs", "gfmi"}
+    nrs = result["nrs"]
+    assert nrs["difference"] == pytest.approx((0.02 + 0.02) / 2)  # A: mean(+0.03, +0.01); B: +0.02
+    assert (nrs["n_models"], nrs["n_cells"]) == (2, 3)
+    assert nrs["p"] == pytest.approx(2 / 4) and nrs["exact"]  # two models: all + or all − only

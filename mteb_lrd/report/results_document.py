@@ -1,0 +1,212 @@
+"""``docs/results.md`` from the committed tidy records: the papers' claims, what the records say, and
+how sure that is. Nothing in the document is written by hand; :func:`render_results` of the same
+records gives the same text (a test compares it with the committed file)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mteb_lrd.io import atomic_write_text
+from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho
+from mteb_lrd.report.studies import markdown_table as _table
+from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
+from mteb_lrd.studies.selection_analysis import ALPHA, analyse_selection, model_level_tests
+from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
+
+__all__ = ["CLAIM_SCORES", "Claim", "read_studies", "render_results", "write_results"]
+
+CLAIM_SCORES: dict[str, str] = {
+    "frenet_d0L": "Frenet: d0L correlates positively with MTEB performance",
+    "nrs_mean_jaccard": "NRS: mean neighbour retention correlates positively with MTEB performance",
+    "gfmi_mean_auc": "GFMI: mean GFMI AUC correlates positively with MTEB performance",
+}
+"""The selection claims (one score stands for each family) and how the table words them."""
+RULES = ("frenet", "nrs", "gfmi", "composite")
+Claim = dict[str, Any]
+
+
+def read_studies(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Every tidy record file of ``folder`` (``*.csv`` with the tidy columns), rows by study name;
+    other CSVs (e.g. an evaluator's training log) are left out.
+
+    Raises:
+        NotADirectoryError: when ``folder`` is not a folder.
+    """
+    if not Path(folder).is_dir():
+        raise NotADirectoryError(f"no records folder {folder}")
+    studies: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(Path(folder).glob("*.csv")):
+        with path.open(encoding="utf-8") as fh:
+            if tuple(fh.readline().strip().split(",")) != COLUMNS:
+                continue
+        for row in read_rows(path):
+            studies.setdefault(str(row["study"]), []).append(row)
+    return studies
+
+
+def _verdict(direction_ok: bool, p_adjusted: float) -> str:
+    if not math.isfinite(p_adjusted):
+        return "undecided"
+    if p_adjusted < ALPHA:
+        return "replicated" if direction_ok else "contradicted"
+    return "undecided"
+
+
+def _size(records: Sequence[Mapping[str, Any]]) -> str:
+    models = {r["model"]["name"] for r in records}
+    tasks = {r["task"] for r in records}
+    texts = sorted({int(r.get("n_texts") or 0) for r in records})
+    span = f"{texts[0]:,}" if len(texts) == 1 else f"{texts[0]:,}–{texts[-1]:,}"
+    return f"{_count(len(models), 'model')} × {_count(len(tasks), 'task')} × {span} texts"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
+    analysis = analyse_selection(records)
+    tested = {name: analysis["model_level"][name] for name in CLAIM_SCORES if name in analysis["model_level"]}
+    adjusted = dict(zip(tested, holm([t["p"] for t in tested.values()]), strict=True)) if tested else {}
+    claims = [{
+        "claim": CLAIM_SCORES[name], "paper": "positive (no value published)",
+        "ours": f"median ρ {t['median_rho']:+.2f} [{t['ci_low']:+.2f}, {t['ci_high']:+.2f}]",
+        "n": _size(records), "test": "joint permutation of models over tasks", "p": t["p"], "p_adj": adjusted[name],
+        "verdict": _verdict(t["median_rho"] > 0, adjusted[name]), "study": study,
+    } for name, t in tested.items()]  # fmt: skip
+    against = (analysis.get("strongest") or {}).get("against") or {}
+    if against:
+        worst = min(against, key=lambda k: against[k]["difference"])
+        entry = against[worst]
+        beaten = all(e["difference"] > 0 and e["p_holm"] < ALPHA for e in against.values())
+        lost = any(e["difference"] < 0 and e["p_holm"] < ALPHA for e in against.values())
+        claims.append({
+            "claim": "d0L is the strongest LRD score", "paper": "d0L strongest (no value published)",
+            "ours": f"smallest ρ(d0L) − ρ(rival): {entry['difference']:+.2f} ({worst})", "n": _size(records),
+            "test": "exact exchange of the two scores within models", "p": entry["p"], "p_adj": entry["p_holm"],
+            "verdict": "replicated" if beaten else "contradicted" if lost else "undecided", "study": study,
+        })  # fmt: skip
+    return claims, analysis
+
+
+def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
+    pooled = pooled_vs_random(records, RULES)
+    adjusted = dict(zip(pooled, holm([e["p"] for e in pooled.values()]), strict=True)) if pooled else {}
+    claims = [{
+        "claim": f"pruning by the {method} rule beats Random at the same budget",
+        "paper": "LRD rules ahead of Random (Fig. 2)", "ours": f"mean Δ − Random {e['difference']:+.4f}",
+        "n": _size(records), "test": "exact sign flip over models (cells averaged within a model)",
+        "p": e["p"], "p_adj": adjusted[method], "verdict": _verdict(e["difference"] > 0, adjusted[method]),
+        "study": study,
+    } for method, e in pooled.items()]  # fmt: skip
+    return claims, analyse_pruning(records, n_resamples=2000)
+
+
+def _fmt_p(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def _claims_table(claims: Sequence[Claim]) -> list[str]:
+    rows = [[c["claim"], c["paper"], c["ours"], c["n"], c["test"], f"{_fmt_p(c['p'])} / {_fmt_p(c['p_adj'])}",
+             f"**{c['verdict']}**", c["study"]] for c in claims]  # fmt: skip
+    return _table(["the paper's claim", "the paper's figure", "ours", "n", "test", "p (raw / Holm)", "verdict",
+                   "records"], rows)  # fmt: skip
+
+
+def _selection_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]]) -> list[str]:
+    tested = analysis["model_level"]
+    lines = [f"## Label-free model selection (`{study}`)", "",
+             f"{_size(records)}; models: {', '.join(analysis['models'])}.", ""]  # fmt: skip
+    rows = [[name, t["median_rho"], t["ci_low"], t["ci_high"], t["p"], t["p_holm"], t["n_models"], t["n_tasks"]]
+            for name, t in sorted(tested.items(), key=lambda kv: -kv[1]["median_rho"])]  # fmt: skip
+    if not rows:
+        return [*lines, "Too few models with every task for a test yet.", ""]
+    lines += _table(["score", "median ρ", "95% CI low", "95% CI high", "p", "p (Holm, all scores)", "models",
+                     "tasks"], rows)  # fmt: skip
+    embedders = [r for r in records if r["model"].get("kind") == "sentence-transformer"]
+    if len({r["model"]["name"] for r in embedders}) >= 4:
+        scores: dict[str, dict[str, dict[str, float]]] = {}
+        main: dict[str, dict[str, float]] = {}
+        for r in embedders:
+            scores.setdefault(r["task"], {})[r["model"]["name"]] = r["scores"]
+            main.setdefault(r["task"], {})[r["model"]["name"]] = r["main_score"]
+        within = model_level_tests(scores, main)
+        lines += ["", "Within the trained embedders only (no raw language model in the ranking):", ""]
+        lines += _table(["score", "median ρ", "p", "p (Holm)", "models", "tasks"],
+                        [[n, within[n]["median_rho"], within[n]["p"], within[n]["p_holm"], within[n]["n_models"],
+                          within[n]["n_tasks"]] for n in CLAIM_SCORES if n in within])  # fmt: skip
+    return [*lines, ""]
+
+
+def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]]) -> list[str]:
+    table, budgets = analysis["table"], [f"{b:g}" for b in analysis["budgets"]]
+    lines = [f"## Layer pruning (`{study}`)", "", f"{_size(records)}. Mean score change per budget (p: sign flip "
+             "over models against Random at that budget):", ""]  # fmt: skip
+    rows = [[m, *[f"{table[m][b]['mean']:+.4f} (p {_fmt_p(table[m][b]['model_p_vs_random'])})" for b in budgets]]
+            for m in analysis["methods"]]  # fmt: skip
+    lines += _table(["method", *[f"{float(b):.0%}" for b in budgets]], rows)
+    summary = (analysis.get("exhaustive") or {}).get("summary") or []
+    if summary:
+        lines += ["", "Each method's choice among every candidate set of its size (mid-rank percentile; 50 = the "
+                  "median set, 100 = better than every set):", ""]  # fmt: skip
+        lines += _table(
+            ["method", "size", "mean percentile", "models", "cells"],
+            [[r["method"], r["size"], r["mean_percentile"], r["n_models"], r["n_cells"]] for r in summary],
+        )
+        cells = analysis["exhaustive"]["cells"]
+        lines += ["", *_table(["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"],
+                              [[c["model"], c["task"], c["size"], c["n_sets"], f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
+                                c["median"], f"{c['worst']:+.4f} ({c['worst_blocks']})"] for c in cells])]  # fmt: skip
+    return [*lines, ""]
+
+
+def render_results(folder: str | Path) -> str:
+    """The results document computed from the tidy records in ``folder`` (named as given)."""
+    studies = read_studies(folder)
+    claims: list[Claim] = []
+    sections: list[str] = []
+    for study, rows in studies.items():
+        records = records_from_rows(rows)
+        if any("choices" in r for r in records):
+            found, analysis = _pruning_claims(study, records)
+            sections += _pruning_section(study, analysis, records)
+        else:
+            found, analysis = _selection_claims(study, records)
+            sections += _selection_section(study, analysis, records)
+        claims += found
+    detectable = {n: minimum_detectable_rho(n, ALPHA) for n in (5, 9)}
+    lines = [
+        "# What the records say about the papers' claims", "",
+        f"Generated by `mteb-lrd report --records {Path(folder).as_posix()} --out docs/` from the tidy study records in "
+        "that folder (one CSV per study; `tests/test_results_document.py` fails when this file differs from what "
+        "they give). Nothing here is typed by hand.", "",
+        f"**Verdict rule** (significance level α = {ALPHA}, used throughout): *replicated* when our estimate has "
+        "the paper's direction and its Holm-adjusted p is below α; *contradicted* when it has the opposite "
+        "direction and its adjusted p is below α; *undecided* otherwise. Holm runs over the rows of one family "
+        "(the three selection scores; the rivals of d0L; the four pruning rules). The model is the unit of "
+        "every test: cells of one model are never counted as independent.", "",
+        f"**What a panel can decide**: with exact permutation tests the smallest |ρ| that can reach p < {ALPHA} "
+        f"is {detectable[9]:.2f} with 9 models and {detectable[5]:.2f} with 5 (every order counted); a claim "
+        "whose true correlation is weaker stays undecided whatever the data.", "",
+    ]  # fmt: skip
+    lines += (
+        _claims_table(claims)
+        if claims
+        else [
+            "No claim is testable from these records yet: a test needs at least 4 models that have every task."
+        ]
+    )
+    lines += ["", *sections]
+    lines += ["## Not covered by these records", "",
+              "- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here.",
+              "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
+              ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_results(folder: str | Path, out_dir: str | Path) -> Path:
+    """Write ``<out_dir>/results.md`` (:func:`render_results`), atomically; returns its path."""
+    return atomic_write_text(Path(out_dir) / "results.md", render_results(folder))

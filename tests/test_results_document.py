@@ -1,0 +1,77 @@
+"""docs/results.md is exactly what the committed tidy records give; verdicts follow the stated rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mteb_lrd.report.results_document import render_results
+from mteb_lrd.studies.tidy import tidy_rows, write_rows
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_committed_results_document_is_what_the_records_give(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    expected = render_results("docs/records")
+    assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == expected, (
+        "docs/results.md differs from its records: run `mteb-lrd report --records docs/records --out docs/`"
+    )
+
+
+def _selection(n_models: int, sign: float, noise: float = 0.0) -> list[dict]:
+    rng = np.random.default_rng(0)
+    records = []
+    for task in ("T1", "T2", "T3"):
+        main = rng.uniform(0.3, 0.9, size=n_models)
+        for i in range(n_models):
+            d0l = sign * main[i] + noise * rng.normal()
+            records.append({
+                "model": {"name": f"m{i}", "family": f"F{i % 3}", "params": 10 * (i + 1), "dim": 8, "layers": 4,
+                          "kind": "sentence-transformer", "template": None},
+                "task": task, "main_score": float(main[i]), "n_texts": 100, "reproduce": "ours",
+                "scores": {"frenet_d0L": float(d0l), "nrs_mean_jaccard": float(rng.uniform()),
+                           "gfmi_mean_auc": float(-sign * main[i])},
+            })  # fmt: skip
+    return records
+
+
+@pytest.mark.parametrize(
+    ("sign", "d0l", "gfmi"), [(1.0, "replicated", "contradicted"), (-1.0, "contradicted", "replicated")]
+)
+def test_verdicts_follow_the_rule(tmp_path, sign, d0l, gfmi):
+    write_rows(tmp_path / "select.csv", tidy_rows(_selection(9, sign), "select"))
+    text = render_results(tmp_path)
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert f"**{d0l}**" in rows["Frenet: d0L correlates positively with MTEB performance"]
+    assert f"**{gfmi}**" in rows["GFMI: mean GFMI AUC correlates positively with MTEB performance"]
+    assert (
+        "**undecided**" in rows["NRS: mean neighbour retention correlates positively with MTEB performance"]
+    )
+    assert "9 models × 3 tasks × 100 texts" in rows["Frenet: d0L correlates positively with MTEB performance"]
+    assert "0.70 with 9 models and 1.00 with 5" in text
+
+
+def test_too_few_models_decide_nothing_and_other_csvs_are_left_out(tmp_path):
+    write_rows(tmp_path / "select.csv", tidy_rows(_selection(3, 1.0), "select"))
+    (tmp_path / "training.csv").write_text("epoch,steps,frenet_d0L\n0,1,2.0\n")
+    text = render_results(tmp_path)
+    assert "No claim is testable" in text and "## Label-free model selection (`select`)" in text
+    with pytest.raises(NotADirectoryError, match="no records folder"):
+        render_results(tmp_path / "missing")
+
+
+def test_the_cli_exports_a_study_folder_and_renders_it(tmp_path, capsys):
+    from mteb_lrd.cli import main
+    from mteb_lrd.studies.runner import record_path, write_record
+
+    study = tmp_path / "my-study"
+    for record in _selection(5, 1.0, noise=0.1):
+        write_record(record_path(study, record["model"]["name"], record["task"]), record)
+    assert main(["report", "--export-records", str(study), "--out", str(tmp_path / "records")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "records" / "my-study.csv")
+    assert main(["report", "--records", str(tmp_path / "records"), "--out", str(tmp_path / "docs")]) == 0
+    assert "(`my-study`)" in (tmp_path / "docs" / "results.md").read_text()
+    assert main(["report", "--records", str(tmp_path), "--training", "x.csv"]) == 2
