@@ -8,12 +8,12 @@ Transformer → mean Pooling, truncating at 128 tokens, as the original model's.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 
+from mteb_lrd.io import atomic_write_json
 from mteb_lrd.models.onnx_bert import OnnxConversionError, bert_state_dict, check_against_onnx
 
 __all__ = ["CHECK_TEXTS", "CHECK_TOLERANCE", "write_minilm_l3"]
@@ -64,8 +64,6 @@ def write_minilm_l3(onnx_path: Path, tokenizer_folder: Path, output: Path) -> fl
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
-    (output / "modules.json").write_text(json.dumps(modules, indent=2))
-    (output / "sentence_bert_config.json").write_text(
-        json.dumps({"max_seq_length": 128, "do_lower_case": False})
-    )
+    atomic_write_json(output / "modules.json", modules, indent=2)
+    atomic_write_json(output / "sentence_bert_config.json", {"max_seq_length": 128, "do_lower_case": False})
     return difference
