@@ -213,7 +213,8 @@ def mteb_encoder(model: StudyModel, scored: Any = None) -> Any:
     if hasattr(target, "mteb_model_meta"):
         return target
     if model.tokenizer is None:
-        return SentenceTransformerEncoderWrapper(target)
+        with _compat.quiet_renamed_method_calls():  # mteb calls a method sentence-transformers renamed
+            return SentenceTransformerEncoderWrapper(target)
     return with_layer_dynamics(
         target,
         tokenizer=model.tokenizer,
@@ -235,7 +236,7 @@ def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, An
     import mteb
 
     start = time.perf_counter()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _compat.quiet_renamed_method_calls():
         # mteb_encoder keeps a plain decoder's in-run dynamics at 3 texts on purpose (the cells measure
         # their own on the spec's texts): the wrapper's "degenerate input" warning says nothing here.
         warnings.filterwarnings("ignore", message="mteb-lrd: degenerate input", category=UserWarning)

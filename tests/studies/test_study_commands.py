@@ -207,3 +207,15 @@ def test_a_bad_decoder_template_fails_before_any_model_loads(tmp_path, tiny_task
 def test_study_options_are_validated_once_with_a_clear_message(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_scoring_a_sentence_transformer_raises_no_future_warning(tiny_st_dir, tiny_task):
+    import warnings
+
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score
+
+    model = load_study_model(str(tiny_st_dir))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mteb_score(mteb_encoder(model), tiny_task())
+    assert not [w for w in caught if issubclass(w.category, FutureWarning)], [str(w.message) for w in caught]
