@@ -75,3 +75,14 @@ def test_the_cli_exports_a_study_folder_and_renders_it(tmp_path, capsys):
     assert main(["report", "--records", str(tmp_path / "records"), "--out", str(tmp_path / "docs")]) == 0
     assert "(`my-study`)" in (tmp_path / "docs" / "results.md").read_text()
     assert main(["report", "--records", str(tmp_path), "--training", "x.csv"]) == 2
+
+
+def test_write_results_draws_a_scatter_per_claim_score(tmp_path):
+    from mteb_lrd.report.results_document import write_results
+
+    write_rows(tmp_path / "records" / "select.csv", tidy_rows(_selection(5, 1.0, noise=0.1), "select"))
+    path = write_results(tmp_path / "records", tmp_path / "docs")
+    text = path.read_text()
+    for name in ("frenet_d0L", "nrs_mean_jaccard", "gfmi_mean_auc"):
+        figure = f"figures/results-select-{name}.png"
+        assert f"]({figure})" in text and (tmp_path / "docs" / figure).stat().st_size > 5000

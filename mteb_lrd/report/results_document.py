@@ -9,14 +9,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho
+from mteb_lrd.report.plots import save_png
 from mteb_lrd.report.studies import markdown_table as _table
+from mteb_lrd.report.studies import selection_scatter
 from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
 from mteb_lrd.studies.selection_analysis import ALPHA, analyse_selection, model_level_tests
 from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
 
-__all__ = ["CLAIM_SCORES", "Claim", "read_studies", "render_results", "write_results"]
+__all__ = ["CLAIM_SCORES", "Claim", "build_results", "read_studies", "render_results", "write_results"]
 
 CLAIM_SCORES: dict[str, str] = {
     "frenet_d0L": "Frenet: d0L correlates positively with MTEB performance",
@@ -116,6 +120,14 @@ def _claims_table(claims: Sequence[Claim]) -> list[str]:
                    "records"], rows)  # fmt: skip
 
 
+def _selection_figures(study: str, analysis: Mapping[str, Any]) -> dict[str, Figure]:
+    """One scatter per claim score (score against the main score, a panel per task)."""
+    figures = {
+        f"figures/results-{study}-{name}.png": selection_scatter(analysis, name) for name in CLAIM_SCORES
+    }
+    return {path: fig for path, fig in figures.items() if fig is not None}
+
+
 def _selection_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]]) -> list[str]:
     tested = analysis["model_level"]
     lines = [f"## Label-free model selection (`{study}`)", "",
@@ -165,9 +177,15 @@ def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict
 
 def render_results(folder: str | Path) -> str:
     """The results document computed from the tidy records in ``folder`` (named as given)."""
+    return build_results(folder)[0]
+
+
+def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
+    """The results document and its figures (paths relative to the document) from ``folder``'s records."""
     studies = read_studies(folder)
     claims: list[Claim] = []
     sections: list[str] = []
+    figures: dict[str, Figure] = {}
     for study, rows in studies.items():
         records = records_from_rows(rows)
         if any("choices" in r for r in records):
@@ -176,6 +194,9 @@ def render_results(folder: str | Path) -> str:
         else:
             found, analysis = _selection_claims(study, records)
             sections += _selection_section(study, analysis, records)
+            drawn = _selection_figures(study, analysis)
+            sections += [f"![{Path(path).stem}]({path})" for path in drawn] + ([""] if drawn else [])
+            figures.update(drawn)
         claims += found
     detectable = {n: minimum_detectable_rho(n, ALPHA) for n in (5, 9)}
     lines = [
@@ -204,9 +225,17 @@ def render_results(folder: str | Path) -> str:
               "- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here.",
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               ""]  # fmt: skip
-    return "\n".join(lines)
+    lines += ["## Where we differ from the papers' code", "",
+              "Our defaults differ from the released code where it is wrong or worse (the list, with each "
+              "difference's measured effect on single models, is in [method.md](method.md)); `--reproduce "
+              "authors` runs the authors' behaviour. A study's effect of that switch enters this document when "
+              "the records of its `--reproduce authors` run are committed; none are yet.", ""]  # fmt: skip
+    return "\n".join(lines), figures
 
 
 def write_results(folder: str | Path, out_dir: str | Path) -> Path:
-    """Write ``<out_dir>/results.md`` (:func:`render_results`), atomically; returns its path."""
-    return atomic_write_text(Path(out_dir) / "results.md", render_results(folder))
+    """Write ``<out_dir>/results.md`` and its figures (:func:`build_results`), atomically; returns its path."""
+    text, figures = build_results(folder)
+    for path, figure in figures.items():
+        save_png(figure, Path(out_dir) / path)
+    return atomic_write_text(Path(out_dir) / "results.md", text)
