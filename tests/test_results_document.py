@@ -86,3 +86,31 @@ def test_write_results_draws_a_scatter_per_claim_score(tmp_path):
     for name in ("frenet_d0L", "nrs_mean_jaccard", "gfmi_mean_auc"):
         figure = f"figures/results-select-{name}.png"
         assert f"]({figure})" in text and (tmp_path / "docs" / figure).stat().st_size > 5000
+
+
+def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
+    import json
+
+    from mteb_lrd.metrics.permutation import holm
+
+    label = "DySem (k=64, L=3, attention)"
+    comparisons = {"STSBenchmark": {
+        "PromptEOL": {"delta": 0.03, "ci_low": 0.01, "ci_high": 0.05, "p": 0.004, "n": 1379, "n_resamples": 2000},
+        "mean pooling": {"delta": -0.02, "ci_low": -0.04, "ci_high": -0.001, "p": 0.03, "n": 1379, "n_resamples": 2000},
+    }}  # fmt: skip
+    summary = {"model": "/x/qwen2.5-coder-1.5b", "tasks": {"STSBenchmark": {"pairs": 1379, "translations": True}},
+               "language_order": ["en", "de", "fr"], "table": {label: {"STSBenchmark": {"spearman": 81.0}},
+                                                               "PromptEOL": {"STSBenchmark": {"spearman": 78.0}}},
+               "paired": {"reference": label, "n_resamples": 2000, "seed": 0, "tasks": comparisons}}  # fmt: skip
+    (tmp_path / "dysem-qwen.json").write_text(json.dumps(summary))
+    text = render_results(tmp_path)
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in text.splitlines()
+        if line.startswith("| DySem beats")
+    }
+    adjusted = holm([0.004, 0.03])
+    eol = rows["DySem beats PromptEOL (qwen2.5-coder-1.5b, STSBenchmark)"]
+    assert f"0.004 / {adjusted[0]:.3f}" in eol and "**replicated**" in eol and "1 model × 1,379 pairs" in eol
+    assert "**contradicted**" in rows["DySem beats mean pooling (qwen2.5-coder-1.5b, STSBenchmark)"]
+    assert "## DySem (`dysem-qwen`)" in text and "no committed records yet" not in text

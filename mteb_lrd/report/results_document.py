@@ -4,6 +4,7 @@ records gives the same text (a test compares it with the committed file)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +21,15 @@ from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
 from mteb_lrd.studies.selection_analysis import ALPHA, analyse_selection, model_level_tests
 from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
 
-__all__ = ["CLAIM_SCORES", "Claim", "build_results", "read_studies", "render_results", "write_results"]
+__all__ = [
+    "CLAIM_SCORES",
+    "Claim",
+    "build_results",
+    "read_dysem",
+    "read_studies",
+    "render_results",
+    "write_results",
+]
 
 CLAIM_SCORES: dict[str, str] = {
     "frenet_d0L": "Frenet: d0L correlates positively with MTEB performance",
@@ -107,6 +116,42 @@ def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Cla
         "study": study,
     } for method, e in pooled.items()]  # fmt: skip
     return claims, analyse_pruning(records, n_resamples=2000)
+
+
+def read_dysem(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """The DySem study summaries of ``folder`` (``dysem-*.json``, as ``mteb-lrd dysem`` writes them),
+    by file stem."""
+    return {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(Path(folder).glob("dysem-*.json"))
+    }
+
+
+def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
+    """DySem against each baseline per task: the paired bootstrap over pairs (one model: pairs are the unit)."""
+    paired = summary["paired"]
+    found = [(task, other, e) for task, per in paired["tasks"].items() for other, e in per.items()]
+    adjusted: Any = holm([e["p"] for _, _, e in found]) if found else []
+    model = Path(str(summary["model"])).name
+    return [{
+        "claim": f"DySem beats {other} ({model}, {task})", "paper": "DySem ahead of its baselines",
+        "ours": f"Δρ {e['delta']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]",
+        "n": f"1 model × {e['n']:,} pairs", "test": f"paired bootstrap over pairs ({e['n_resamples']:,})",
+        "p": e["p"], "p_adj": float(p_adj), "verdict": _verdict(e["delta"] > 0, float(p_adj)), "study": stem,
+    } for (task, other, e), p_adj in zip(found, adjusted, strict=True)]  # fmt: skip
+
+
+def _dysem_section(stem: str, summary: Mapping[str, Any]) -> list[str]:
+    table = summary["table"]
+    tasks = list(summary["tasks"])
+    lines = [f"## DySem (`{stem}`)", "",
+             f"Model {Path(str(summary['model'])).name}; " + "; ".join(
+                 f"{t}: {v['pairs']:,} test pairs" + ("" if v["translations"] else " (no translations)")
+                 for t, v in summary["tasks"].items()) + f"; language order {', '.join(summary['language_order'])}.",
+             ""]  # fmt: skip
+    lines += _table(["method", *tasks], [[label, *[per.get(t, {}).get("spearman") for t in tasks]]
+                                         for label, per in table.items()])  # fmt: skip
+    return [*lines, "", "Spearman ρ × 100 of each method's own similarity with the gold scores.", ""]
 
 
 def _fmt_p(value: float) -> str:
@@ -198,6 +243,9 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
             sections += [f"![{Path(path).stem}]({path})" for path in drawn] + ([""] if drawn else [])
             figures.update(drawn)
         claims += found
+    for stem, summary in read_dysem(folder).items():
+        claims += _dysem_claims(stem, summary)
+        sections += _dysem_section(stem, summary)
     detectable = {n: minimum_detectable_rho(n, ALPHA) for n in (5, 9)}
     lines = [
         "# What the records say about the papers' claims", "",
@@ -207,8 +255,9 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
         f"**Verdict rule** (significance level α = {ALPHA}, used throughout): *replicated* when our estimate has "
         "the paper's direction and its Holm-adjusted p is below α; *contradicted* when it has the opposite "
         "direction and its adjusted p is below α; *undecided* otherwise. Holm runs over the rows of one family "
-        "(the three selection scores; the rivals of d0L; the four pruning rules). The model is the unit of "
-        "every test: cells of one model are never counted as independent.", "",
+        "(the three selection scores; the rivals of d0L; the four pruning rules; one DySem run's comparisons). Tests across models take the "
+        "model as the unit (cells of one model are never counted as independent); a DySem run compares "
+        "methods within one model, over its test pairs.", "",
         f"**What a panel can decide**: with exact permutation tests the smallest |ρ| that can reach p < {ALPHA} "
         f"is {detectable[9]:.2f} with 9 models and {detectable[5]:.2f} with 5 (every order counted); a claim "
         "whose true correlation is weaker stays undecided whatever the data.", "",
@@ -222,7 +271,8 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     )
     lines += ["", *sections]
     lines += ["## Not covered by these records", "",
-              "- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here.",
+              *([] if read_dysem(folder) else
+                ["- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here."]),
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               ""]  # fmt: skip
     lines += ["## Where we differ from the papers' code", "",
