@@ -16,7 +16,7 @@ from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho
 from mteb_lrd.report.plots import save_png
 from mteb_lrd.report.studies import markdown_table as _table
-from mteb_lrd.report.studies import selection_scatter
+from mteb_lrd.report.studies import pruning_change_figure, selection_scatter
 from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
 from mteb_lrd.studies.selection_analysis import ALPHA, analyse_selection, model_level_tests
 from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
@@ -236,6 +236,9 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
         if any("choices" in r for r in records):
             found, analysis = _pruning_claims(study, records)
             sections += _pruning_section(study, analysis, records)
+            path = f"figures/results-{study}-pruning.png"
+            sections += [f"![mean score change per budget]({path})", ""]
+            figures[path] = pruning_change_figure(analysis)
         else:
             found, analysis = _selection_claims(study, records)
             sections += _selection_section(study, analysis, records)

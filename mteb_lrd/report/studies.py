@@ -20,7 +20,13 @@ from matplotlib.figure import Figure
 from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.plots import label_points, panel_grid, score_axis_label
 
-__all__ = ["markdown_table", "selection_scatter", "write_prune_report", "write_selection_report"]
+__all__ = [
+    "markdown_table",
+    "pruning_change_figure",
+    "selection_scatter",
+    "write_prune_report",
+    "write_selection_report",
+]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -238,6 +244,23 @@ def write_selection_report(analysis: Mapping[str, Any], out_dir: str | Path, hea
     return _save(Path(out_dir), "selection", "Label-free model selection", lines, figures)
 
 
+def pruning_change_figure(analysis: Mapping[str, Any]) -> Figure:
+    """Mean score change against the budget, one line per method (the paper's Fig. 2 layout)."""
+    table, cols = analysis["table"], [f"{b:g}" for b in analysis["budgets"]]
+    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for m in analysis["methods"]:
+        ax.plot([float(c) * 100 for c in cols], [table[m][c]["mean"] for c in cols], marker="o", label=m)
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xlabel("pruning budget [% of candidate layers removed]")
+    ax.set_ylabel("mean change of the main score (pruned − base)")
+    ax.set_title("Layer pruning: mean score change per method")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
 def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path:
     """``pruning.md`` / ``pruning.html`` / ``pruning.png``; returns the .md path."""
     out = Path(out_dir)
@@ -296,18 +319,7 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
                 f"{spread['max']:+.4f}]. Inside that range (indistinguishable from some Random draw): "
                 + (", ".join(inside) or "none"),
             ]
-    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    for m in methods:
-        ax.plot([float(c) * 100 for c in cols], [table[m][c]["mean"] for c in cols], marker="o", label=m)
-    ax.axhline(0, color="grey", lw=0.5)
-    ax.set_xlabel("pruning budget [% of candidate layers removed]")
-    ax.set_ylabel("mean change of the main score (pruned − base)")
-    ax.set_title("Layer pruning: mean score change per method")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    figures = {"pruning.png": _png(fig)}
+    figures = {"pruning.png": _png(pruning_change_figure(analysis))}
     lines += ["", "![mean score change](pruning.png)", ""]
     lines += _exhaustive_lines(analysis.get("exhaustive") or {})
     return _save(out, "pruning", "Layer pruning", lines, figures)
