@@ -7,6 +7,7 @@ and evaluated in chunks, without a Python loop over items.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,5 +207,7 @@ def bootstrap_median_spearman(
         counts = _counts(idx)
         rho = np.stack([_weighted_correlation(_resampled_ranks(xt, counts), _resampled_ranks(yt, counts), counts)
                         for xt, yt in zip(x, y, strict=True)], axis=1)  # fmt: skip
-        estimates.append(np.nanmedian(rho, axis=1)[:, None])
+        with warnings.catch_warnings():  # a resample of identical models has no ρ in any task: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            estimates.append(np.nanmedian(rho, axis=1)[:, None])
     return _interval(np.concatenate(estimates), resamples, seed, confidence, "models")
