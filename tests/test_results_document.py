@@ -116,24 +116,44 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
     assert "## DySem (`dysem-qwen`)" in text and "no committed records yet" not in text
 
 
-def test_a_pruning_study_gives_rule_claims_its_tables_and_a_figure(tmp_path):
+def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_path):
+    from mteb_lrd.metrics.permutation import holm
     from mteb_lrd.report.results_document import write_results
 
     records = []
     for model in ("a", "b", "c", "d", "e"):
         for task in ("T1", "T2"):
-            choices = [{"method": m, "budget": 0.2, "seed": None, "blocks": [3], "delta": -0.01, "speedup": 1.2}
-                       for m in ("frenet", "nrs", "gfmi", "composite", "last-k")]  # fmt: skip
-            choices += [{"method": "random", "budget": 0.2, "seed": s, "blocks": [4], "delta": -0.05, "speedup": 1.2}
-                        for s in range(3)]  # fmt: skip
+            choices = []
+            for budget in (0.05, 0.15, 0.2):
+                choices += [
+                    {"method": m, "budget": budget, "seed": None, "blocks": [3], "delta": d, "speedup": 1.2}
+                    for m, d in (("frenet", -0.01), ("nrs", -0.08), ("gfmi", -0.01), ("last-k", -0.2))
+                ]
+                choices += [{"method": "random", "budget": budget, "seed": s, "blocks": [4], "delta": -0.05,
+                             "speedup": 1.2} for s in range(3)]  # fmt: skip
             records.append({"model": {"name": model, "family": "F", "kind": "decoder"}, "task": task,
                             "base_score": 0.7, "n_texts": 50, "choices": choices,
                             "subsets": {"1": {"3": -0.01, "4": -0.05, "5": -0.02}}})  # fmt: skip
     write_rows(tmp_path / "records" / "prune.csv", tidy_rows(records, "prune"))
     text = write_results(tmp_path / "records", tmp_path / "docs").read_text()
-    rule_rows = [line for line in text.splitlines() if line.startswith("| pruning by the")]
-    assert len(rule_rows) == 4 and all("5 models × 2 tasks × 50 texts" in row for row in rule_rows)
-    # every model +0.04 over Random: p = 2 / 32 for all four rules; Holm makes it 4 × 0.0625 → 0.25
-    assert all("0.062 / 0.250" in row and "**undecided**" in row for row in rule_rows)
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    # every model +0.04 over Random (NRS −0.03): exact p = 2 / 32 for each of the 4 claims, Holm → 0.25
+    assert holm([1 / 16] * 4)[0] == pytest.approx(0.25)
+    for claim in (
+        "GFMI beats Random by mean at 15 %",
+        "GFMI beats Random by mean at 20 %",
+        "Frenet helps at the lightest budget (5 %)",
+        "NRS does not transfer (no gain over Random, all budgets)",
+    ):
+        assert (
+            "0.062 / 0.250" in rows[claim]
+            and "**undecided**" in rows[claim]
+            and "5 models × 2 tasks" in rows[claim]
+        )
+    assert (
+        "mean Δ − Random -0.0300 (all budgets)"
+        in rows["NRS does not transfer (no gain over Random, all budgets)"]
+    )
+    assert "at 3 of 3 budgets" in rows["GFMI has the best median change at every budget"]
     assert "| frenet | 1 | 83.333 | 5 | 10 |" in text  # the best of three sets: (2 below + ½ tie) / 3
     assert (tmp_path / "docs" / "figures" / "results-prune-pruning.png").stat().st_size > 5000
