@@ -318,6 +318,9 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
               *([] if read_dysem(folder) else
                 ["- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here."]),
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
+              "- The paper's panel (31 models × 30 MTEB tasks) and its base-LLM MMLU panel: their weights do not "
+              "install offline; our panel is the nine models that do (docs/studies.md), on the seven shared STS "
+              "sets.",
               ""]  # fmt: skip
     lines += ["## Where we differ from the papers' code", "",
               "Our defaults differ from the released code where it is wrong or worse (the list, with each "
