@@ -186,9 +186,7 @@ def lrd_prompt(model: StudyModel, task_metadata: Any, policy: str = "mteb") -> s
         raise ValueError(f"lrd_prompt must be one of {LRD_PROMPTS}; got {policy!r}")
     if policy == "none" or model.tokenizer is not None:
         return ""
-    from mteb.models import SentenceTransformerEncoderWrapper
-
-    prompts = getattr(SentenceTransformerEncoderWrapper(model.model), "model_prompts", None)
+    prompts = getattr(mteb_encoder(model), "model_prompts", None)
     prompt = _compat.resolve_prompt(prompts, task_metadata, None) if prompts else None
     if prompt is not None:
         return str(prompt)

@@ -212,10 +212,11 @@ def test_study_options_are_validated_once_with_a_clear_message(make, message):
 def test_scoring_a_sentence_transformer_raises_no_future_warning(tiny_st_dir, tiny_task):
     import warnings
 
-    from mteb_lrd.studies.runner import mteb_encoder, mteb_score
+    from mteb_lrd.studies.runner import lrd_prompt, mteb_encoder, mteb_score
 
     model = load_study_model(str(tiny_st_dir))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        lrd_prompt(model, tiny_task.metadata)  # the prompt mteb's wrapper would use
         mteb_score(mteb_encoder(model), tiny_task())
     assert not [w for w in caught if issubclass(w.category, FutureWarning)], [str(w.message) for w in caught]
