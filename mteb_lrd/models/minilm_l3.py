@@ -3,7 +3,8 @@
 The ONNX weights become a ``BertModel`` (:mod:`mteb_lrd.models.onnx_bert`), checked against the
 graph itself on a few sentences; the tokenizer and the mean-pooling config come from
 all-MiniLM-L6-v2's folder (the same 30,522-token uncased BERT vocabulary); the pipeline is
-Transformer → mean Pooling, truncating at 128 tokens, as the original model's.
+Transformer → mean Pooling, truncating at 128 tokens, as the original model's; the BERT is loaded
+without a pooler (the export has none; hidden states never use it).
 """
 
 from __future__ import annotations
@@ -65,5 +66,7 @@ def write_minilm_l3(onnx_path: Path, tokenizer_folder: Path, output: Path) -> fl
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
     atomic_write_json(output / "modules.json", modules, indent=2)
-    atomic_write_json(output / "sentence_bert_config.json", {"max_seq_length": 128, "do_lower_case": False})
+    # the export has no pooler weights: load without a pooler (nothing random, no "missing weights" report)
+    config = {"max_seq_length": 128, "do_lower_case": False, "model_kwargs": {"add_pooling_layer": False}}
+    atomic_write_json(output / "sentence_bert_config.json", config)
     return difference
