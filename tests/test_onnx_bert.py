@@ -92,3 +92,37 @@ def test_the_check_runs_the_graph_and_compares_its_hidden_states(tmp_path):
     assert check_against_onnx(path, _Embedder(table), ids, mask) == 0.0
     shifted = table + np.float32(0.25)
     assert check_against_onnx(path, _Embedder(shifted), ids, mask) == pytest.approx(0.25)
+
+
+def test_write_minilm_l3_builds_a_sentence_transformer_from_the_graph_weights(
+    tmp_path, tiny_st_dir, monkeypatch
+):
+    """A tiny BERT's weights as the export lays them out → the folder loads as a SentenceTransformer
+    with exactly those weights, the tokenizer and mean pooling of the tokenizer folder, no pooler."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import BertConfig, BertModel
+
+    from mteb_lrd.models import minilm_l3
+
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=1,
+                        intermediate_size=64, max_position_embeddings=40)  # fmt: skip
+    bert = BertModel(config, add_pooling_layer=False).eval()
+    state = {k: v.numpy() for k, v in bert.state_dict().items() if "position_ids" not in k}
+    linears = {k.removesuffix(".weight"): v for k, v in state.items()
+               if k.endswith(".weight") and v.ndim == 2 and "embeddings" not in k}  # fmt: skip
+    named = {k: v for k, v in state.items() if k.removesuffix(".weight") not in linears}
+    path = tmp_path / "model.onnx"
+    onnx.save(_graph(named, linears), str(path))
+    monkeypatch.setattr(minilm_l3, "check_against_onnx", lambda *args: 0.0)  # the graph here is not runnable
+    output = tmp_path / "st"
+    output.mkdir()
+    assert minilm_l3.write_minilm_l3(path, tiny_st_dir, output) == 0.0
+    loaded = SentenceTransformer(str(output), device="cpu")
+    model = loaded[0].auto_model
+    assert model.pooler is None and loaded.max_seq_length == 128 and len(loaded) == 2
+    assert model.config.num_attention_heads == 1  # hidden 32 / 32 per head
+    for key, value in bert.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[key], value, rtol=0, atol=0)
+    monkeypatch.setattr(minilm_l3, "check_against_onnx", lambda *args: 0.5)
+    with pytest.raises(OnnxConversionError, match="differs from the ONNX graph"):
+        minilm_l3.write_minilm_l3(path, tiny_st_dir, tmp_path / "other")

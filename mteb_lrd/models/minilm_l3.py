@@ -23,7 +23,6 @@ CHECK_TEXTS = ("A man is playing a guitar.", "The weather is nice today, isn't i
 """Sentences the converted model must encode as the ONNX graph does."""
 CHECK_TOLERANCE = 1e-4
 """Largest absolute difference of last hidden states allowed (measured: about 1.4e-6)."""
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def write_minilm_l3(onnx_path: Path, tokenizer_folder: Path, output: Path) -> float:
@@ -58,8 +57,7 @@ def write_minilm_l3(onnx_path: Path, tokenizer_folder: Path, output: Path) -> fl
     if not difference <= CHECK_TOLERANCE:
         raise OnnxConversionError(f"converted model differs from the ONNX graph by {difference:.2e}")
     bert.save_pretrained(output)
-    for name in _TOKENIZER_FILES:
-        shutil.copy2(tokenizer_folder / name, output / name)
+    tokenizer.save_pretrained(output)
     shutil.copytree(tokenizer_folder / "1_Pooling", output / "1_Pooling", dirs_exist_ok=True)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
