@@ -65,6 +65,6 @@ def write_minilm_l3(onnx_path: Path, tokenizer_folder: Path, output: Path) -> fl
     ]
     atomic_write_json(output / "modules.json", modules, indent=2)
     # the export has no pooler weights: load without a pooler (nothing random, no "missing weights" report)
-    config = {"max_seq_length": 128, "do_lower_case": False, "model_kwargs": {"add_pooling_layer": False}}
-    atomic_write_json(output / "sentence_bert_config.json", config)
+    pipeline = {"max_seq_length": 128, "do_lower_case": False, "model_kwargs": {"add_pooling_layer": False}}
+    atomic_write_json(output / "sentence_bert_config.json", pipeline)
     return difference
