@@ -11,12 +11,13 @@ __all__ = ["options_or_keywords"]
 T = TypeVar("T")
 
 
-def options_or_keywords(cls: type[T], options: T | None, **keywords: Any) -> T:
+def options_or_keywords(cls: type[T], options: T | None, label: str = "options", /, **keywords: Any) -> T:
     """``options`` when given (every keyword then at its field's default), else ``cls(**keywords)``.
 
     Args:
         cls: a dataclass whose fields the keywords are.
         options: an instance of ``cls`` or ``None``.
+        label: the entry point's name for ``options`` (in the error message).
         **keywords: the entry point's keywords, by field name.
 
     Raises:
@@ -27,11 +28,13 @@ def options_or_keywords(cls: type[T], options: T | None, **keywords: Any) -> T:
     if options is None:
         return cls(**keywords)
     if not isinstance(options, cls):
-        raise TypeError(f"options must be a {cls.__name__}; got {type(options).__name__}")
+        raise TypeError(f"{label} must be a {cls.__name__}; got {type(options).__name__}")
     defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}  # type: ignore[arg-type]
     changed = sorted(
         name for name, value in keywords.items() if name not in defaults or value != defaults[name]
     )
     if changed:
-        raise ValueError(f"pass either options= or keywords, not both (keywords given: {', '.join(changed)})")
+        raise ValueError(
+            f"give the settings either as {label}= or as keywords, not both (keywords given: {', '.join(changed)})"
+        )
     return options

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.jsonable import to_jsonable
+from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
 from mteb_lrd.metrics.knn import knn, resolve_backend
@@ -84,15 +85,6 @@ class LRDResult:
         )
 
 
-def _only_params(*values: object) -> None:
-    """Refuse metric keywords given beside ``params=`` (one source for every parameter)."""
-    default = MetricParams()
-    defaults = (default.rank, default.var_threshold, default.nrs_k, default.n_anchors, default.gfmi_k,
-                default.percentiles, default.backend)  # fmt: skip
-    if any(value is not base and value != base for value, base in zip(values, defaults, strict=True)):
-        raise ValueError("give the metric parameters either as params= or as keywords, not both")
-
-
 def lrd(
     states: object,
     *,
@@ -118,7 +110,8 @@ def lrd(
             ``params`` together with a metric keyword.
     """
     if params is not None:
-        _only_params(rank, var_threshold, nrs_k, n_anchors, gfmi_k, percentiles, backend)
+        options_or_keywords(MetricParams, params, "params", rank=rank, var_threshold=var_threshold, nrs_k=nrs_k,
+                            n_anchors=n_anchors, gfmi_k=gfmi_k, percentiles=percentiles, backend=backend)  # fmt: skip
         rank, var_threshold, nrs_k, n_anchors = (
             params.rank,
             params.var_threshold,
