@@ -24,9 +24,9 @@ __all__ = [
     "PermutationTest",
     "holm",
     "joint_permutation",
+    "minimum_detectable_rho",
     "permutation_spearman",
     "sign_flip",
-    "minimum_detectable_rho",
     "spearman_difference",
     "unit_centred_ranks",
 ]
@@ -87,6 +87,11 @@ def _orders(n: int, resamples: int, seed: int) -> tuple[Iterator[np.ndarray], bo
     return sampled(), False, resamples
 
 
+def _check_resamples(resamples: object) -> None:
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
+
+
 def _statistic(rho: np.ndarray, how: str) -> np.ndarray:
     return np.median(rho, axis=-1) if how == "median" else np.mean(rho, axis=-1)
 
@@ -117,8 +122,7 @@ def joint_permutation(
         raise ValueError("x and y must be finite")
     if statistic not in ("median", "mean"):
         raise ValueError(f"statistic must be 'median' or 'mean'; got {statistic!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
+    _check_resamples(resamples)
     rx, ry = unit_centred_ranks(a), unit_centred_ranks(b)
     n = b.shape[1]
     observed = float(_statistic(np.sum(rx * ry, axis=-1), statistic))
@@ -174,8 +178,7 @@ def sign_flip(
         raise ValueError(
             f"differences must be a non-empty 1-d sequence of finite numbers; got {differences!r}"
         )
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
+    _check_resamples(resamples)
     observed = float(d.mean())
     exact = d.size <= SIGN_FLIP_EXACT_LIMIT
     if exact:
