@@ -15,8 +15,13 @@ from matplotlib.figure import Figure
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho
 from mteb_lrd.report.plots import save_png
+from mteb_lrd.report.studies import (
+    exhaustive_cells_table,
+    exhaustive_summary_table,
+    pruning_change_figure,
+    selection_scatter,
+)
 from mteb_lrd.report.studies import markdown_table as _table
-from mteb_lrd.report.studies import pruning_change_figure, selection_scatter
 from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
 from mteb_lrd.studies.selection_analysis import ALPHA, STRONGEST_RIVALS, analyse_selection, model_level_tests
 from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
@@ -250,14 +255,8 @@ def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict
     if summary:
         lines += ["", "Each method's choice among every candidate set of its size (mid-rank percentile; 50 = the "
                   "median set, 100 = better than every set):", ""]  # fmt: skip
-        lines += _table(
-            ["method", "size", "mean percentile", "models", "cells"],
-            [[r["method"], r["size"], r["mean_percentile"], r["n_models"], r["n_cells"]] for r in summary],
-        )
-        cells = analysis["exhaustive"]["cells"]
-        lines += ["", *_table(["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"],
-                              [[c["model"], c["task"], c["size"], c["n_sets"], f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
-                                c["median"], f"{c['worst']:+.4f} ({c['worst_blocks']})"] for c in cells])]  # fmt: skip
+        lines += exhaustive_summary_table(summary, per_model=False)
+        lines += ["", *exhaustive_cells_table(analysis["exhaustive"]["cells"])]
     return [*lines, ""]
 
 

@@ -21,6 +21,8 @@ from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.plots import label_points, panel_grid, score_axis_label
 
 __all__ = [
+    "exhaustive_cells_table",
+    "exhaustive_summary_table",
     "markdown_table",
     "pruning_change_figure",
     "selection_scatter",
@@ -325,6 +327,23 @@ def write_prune_report(analysis: Mapping[str, Any], out_dir: str | Path) -> Path
     return _save(out, "pruning", "Layer pruning", lines, figures)
 
 
+def exhaustive_cells_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The exhaustive reference per cell and size: the number of sets, the oracle, median and worst Δ."""
+    header = ["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"]
+    rows = [[c["model"], c["task"], c["size"], c["n_sets"], f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
+             c["median"], f"{c['worst']:+.4f} ({c['worst_blocks']})"] for c in cells]  # fmt: skip
+    return markdown_table(header, rows)
+
+
+def exhaustive_summary_table(summary: Sequence[Mapping[str, Any]], *, per_model: bool) -> list[str]:
+    """Each method's mean percentile among all sets of its size (with each model's when ``per_model``)."""
+    header = ["method", "size", "mean percentile", *(["per model"] if per_model else []), "models", "cells"]
+    rows = [[r["method"], r["size"], r["mean_percentile"],
+             *([", ".join(f"{m} {v:.0f}" for m, v in r["per_model"].items())] if per_model else []),
+             r["n_models"], r["n_cells"]] for r in summary]  # fmt: skip
+    return markdown_table(header, rows)
+
+
 def _exhaustive_lines(exhaustive: Mapping[str, Any]) -> list[str]:
     """The exhaustive reference's section: each method's percentile among all sets of its size."""
     if not exhaustive.get("cells"):
@@ -333,34 +352,7 @@ def _exhaustive_lines(exhaustive: Mapping[str, Any]) -> list[str]:
              "Each cell scored every set of candidate blocks of a size; a method's choice gets its mid-rank "
              "percentile among them (100: better than every set, 50: the median set). Percentiles are "
              "averaged within a model first; n models is the effective sample size.", ""]  # fmt: skip
-    lines += markdown_table(
-        ["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"],
-        [
-            [
-                c["model"],
-                c["task"],
-                c["size"],
-                c["n_sets"],
-                f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
-                c["median"],
-                f"{c['worst']:+.4f} ({c['worst_blocks']})",
-            ]
-            for c in exhaustive["cells"]
-        ],  # fmt: skip
-    )
+    lines += exhaustive_cells_table(exhaustive["cells"])
     lines += [""]
-    lines += markdown_table(
-        ["method", "size", "mean percentile", "per model", "models", "cells"],
-        [
-            [
-                r["method"],
-                r["size"],
-                r["mean_percentile"],
-                ", ".join(f"{m} {v:.0f}" for m, v in r["per_model"].items()),
-                r["n_models"],
-                r["n_cells"],
-            ]
-            for r in exhaustive["summary"]
-        ],  # fmt: skip
-    )
+    lines += exhaustive_summary_table(exhaustive["summary"], per_model=True)
     return [*lines, ""]
