@@ -23,7 +23,14 @@ from mteb_lrd.report.studies import (
 )
 from mteb_lrd.report.studies import markdown_table as _table
 from mteb_lrd.studies.pruning_analysis import analyse_pruning, pooled_vs_random
-from mteb_lrd.studies.selection_analysis import ALPHA, STRONGEST_RIVALS, analyse_selection, model_level_tests
+from mteb_lrd.studies.selection_analysis import (
+    ALPHA,
+    STRONGEST_RIVALS,
+    analyse_selection,
+    model_level_tests,
+    records_reproduce,
+    score_tables,
+)
 from mteb_lrd.studies.tidy import COLUMNS, read_rows, records_from_rows
 
 __all__ = [
@@ -231,11 +238,7 @@ def _selection_section(study: str, analysis: Mapping[str, Any], records: list[di
                      "tasks"], rows)  # fmt: skip
     embedders = [r for r in records if r["model"].get("kind") == "sentence-transformer"]
     if len({r["model"]["name"] for r in embedders}) >= 4:
-        scores: dict[str, dict[str, dict[str, float]]] = {}
-        main: dict[str, dict[str, float]] = {}
-        for r in embedders:
-            scores.setdefault(r["task"], {})[r["model"]["name"]] = r["scores"]
-            main.setdefault(r["task"], {})[r["model"]["name"]] = r["main_score"]
+        scores, main, _ = score_tables(embedders, records_reproduce(embedders))
         within = model_level_tests(scores, main)
         lines += ["", "Within the trained embedders only (no raw language model in the ranking):", ""]
         lines += _table(["score", "median ρ", "p", "p (Holm)", "models", "tasks"],
@@ -286,7 +289,8 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
             sections += [f"![{Path(path).stem}]({path})" for path in drawn] + ([""] if drawn else [])
             figures.update(drawn)
         claims += found
-    for stem, summary in read_dysem(folder).items():
+    dysem = read_dysem(folder)
+    for stem, summary in dysem.items():
         claims += _dysem_claims(stem, summary)
         sections += _dysem_section(stem, summary)
     detectable = {n: minimum_detectable_rho(n, ALPHA) for n in (5, 9)}
@@ -314,7 +318,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     )
     lines += ["", *sections]
     lines += ["## Not covered by these records", "",
-              *([] if read_dysem(folder) else
+              *([] if dysem else
                 ["- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here."]),
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               "- The paper's panel (31 models × 30 MTEB tasks) and its base-LLM MMLU panel: their weights do not "

@@ -42,6 +42,7 @@ __all__ = [
     "partial_per_task",
     "record_scores",
     "records_reproduce",
+    "score_tables",
     "strongest_tests",
     "summarise_tasks",
 ]
@@ -334,6 +335,22 @@ def strongest_tests(
     return tested
 
 
+def score_tables(
+    records: Sequence[Mapping[str, Any]], reproduce: str
+) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]], dict[str, dict[str, Any]]]:
+    """The cells as ``(scores[task][model][name], main[task][model], models[model])``, scores under
+    ``reproduce``'s definitions (:func:`record_scores`)."""
+    scores: dict[str, dict[str, dict[str, float]]] = {}
+    main: dict[str, dict[str, float]] = {}
+    models: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        model, task = rec["model"]["name"], rec["task"]
+        scores.setdefault(task, {})[model] = record_scores(rec, reproduce)
+        main.setdefault(task, {})[model] = float(rec["main_score"])
+        models[model] = rec["model"]
+    return scores, main, models
+
+
 def analyse_selection(
     records: Sequence[Mapping[str, Any]], *, min_models: int = 4, reproduce: str | None = None
 ) -> dict[str, Any]:
@@ -356,14 +373,7 @@ def analyse_selection(
     if mode not in REPRODUCE_MODES:
         raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {mode!r}")
     method = "pearson" if mode == "authors" else "spearman"
-    scores: dict[str, dict[str, dict[str, float]]] = {}
-    main: dict[str, dict[str, float]] = {}
-    models: dict[str, dict[str, Any]] = {}
-    for rec in records:
-        model, task = rec["model"]["name"], rec["task"]
-        scores.setdefault(task, {})[model] = record_scores(rec, mode)
-        main.setdefault(task, {})[model] = float(rec["main_score"])
-        models[model] = rec["model"]
+    scores, main, models = score_tables(records, mode)
     per_task = correlate_per_task(scores, main, min_models=min_models)
     summary = {name: summarise_tasks(per).to_dict() for name, per in per_task.items()}
     partial = {
