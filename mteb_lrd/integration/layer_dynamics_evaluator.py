@@ -143,7 +143,6 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
                     ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))  # fmt: skip
         if output_path is not None and self.write_csv:
             self._append_csv(Path(output_path), epoch, steps, metrics)
-        self.primary_metric = "spearman_cosine" if self.scores.size else self.summaries[0]
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
