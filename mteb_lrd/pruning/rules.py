@@ -19,6 +19,7 @@ __all__ = [
     "RULES",
     "angular_distance_layers",
     "angular_distance_matrix",
+    "block_key",
     "blocks_for",
     "candidate_block_sets",
     "candidate_ids",
@@ -238,6 +239,11 @@ def blocks_for(ids: Sequence[int], mapping: Mapping = "reference") -> list[int]:
     if blocks and blocks[0] < 0:
         raise ValueError(f"hidden state 0 has no producing block (ids {list(ids)}, mapping {mapping!r})")
     return blocks
+
+
+def block_key(blocks: Sequence[int]) -> str:
+    """How a set of removed blocks is named in study records: ``"3,7"`` (``""`` for none)."""
+    return ",".join(map(str, blocks))
 
 
 def candidate_block_sets(

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from mteb_lrd.pruning.rules import block_key
+
 __all__ = ["exhaustive_reference", "midrank_percentile"]
 
 
@@ -43,7 +45,7 @@ def _cell_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[di
         })  # fmt: skip
         seen: set[tuple[str, str]] = set()
         for choice in record["choices"]:
-            key = ",".join(map(str, choice["blocks"]))
+            key = block_key(choice["blocks"])
             if len(choice["blocks"]) != int(size) or (choice["method"], key) in seen:
                 continue
             seen.add((choice["method"], key))

@@ -21,7 +21,13 @@ from typing import Any
 
 from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.pruning.choose import method_choices
-from mteb_lrd.pruning.rules import RULES, angular_distance_matrix, candidate_block_sets, rule_scores
+from mteb_lrd.pruning.rules import (
+    RULES,
+    angular_distance_matrix,
+    block_key,
+    candidate_block_sets,
+    rule_scores,
+)
 from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
 from mteb_lrd.studies.runner import (
     StudyModel,
@@ -123,7 +129,7 @@ def measure_pruning_cell(
                            options.batch_size, speed_cache)  # fmt: skip
     base = done[""]
     for choice in choices:
-        scored_variant = done[_key(choice["blocks"])]
+        scored_variant = done[block_key(choice["blocks"])]
         choice["main_score"] = scored_variant["main_score"]
         choice["delta"] = scored_variant["main_score"] - base["main_score"]
         choice["speedup"] = scored_variant["speedup"]
@@ -155,15 +161,10 @@ def measure_pruning_cell(
         "block_influence": influence,
         "choices": choices,
         "subsets": {
-            str(size): {_key(b): done[_key(b)]["main_score"] - base["main_score"] for b in sets}
+            str(size): {block_key(b): done[block_key(b)]["main_score"] - base["main_score"] for b in sets}
             for size, sets in subsets.items()
         },
     }
-
-
-def _key(blocks: Sequence[int]) -> str:
-    """The record key of a block set (``"3,7"``; ``""`` for the unpruned model)."""
-    return ",".join(map(str, blocks))
 
 
 def _choices(
@@ -196,7 +197,7 @@ def _score_variants(
     distinct = [()] + sorted({tuple(b) for b in block_sets})
     speed_sample = model.texts(list(speed_texts))
     for blocks in distinct:
-        key = _key(blocks)
+        key = block_key(blocks)
         if key in done:
             continue
         variant, scored = _pruned(model, list(blocks))

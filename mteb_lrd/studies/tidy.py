@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd.io import atomic_write_text
+from mteb_lrd.pruning.rules import block_key
 
 __all__ = [
     "COLUMNS",
@@ -79,7 +80,7 @@ def _pruning_rows(rec: Mapping[str, Any], study: str) -> list[dict[str, Any]]:
     rows = [{**common, "row": "base", "score": "main_score", "value": rec["base_score"]}]
     for c in rec["choices"]:
         rows.append({**common, "row": "choice", "score": "delta", "value": c["delta"], "method": c["method"],
-                     "budget": c["budget"], "seed": c.get("seed"), "blocks": ",".join(map(str, c["blocks"])),
+                     "budget": c["budget"], "seed": c.get("seed"), "blocks": block_key(c["blocks"]),
                      "speedup": c.get("speedup")})  # fmt: skip
     for size, sets in (rec.get("subsets") or {}).items():
         rows += [{**common, "row": "subset", "score": "delta", "value": v, "budget": None, "method": f"size {size}",
