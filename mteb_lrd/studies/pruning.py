@@ -13,6 +13,7 @@ that was interrupted), so the study resumes.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -211,6 +212,11 @@ def _score_variants(
         done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
         write_record(partial_path, {"variants": done})
         logger.info(f"  blocks [{key}] → {score['main_score']:.4f}")
+        # A pruned SentenceTransformer sits in a reference cycle (its model card points back at it),
+        # which only the cyclic collector frees; without this every variant's copy stayed in memory
+        # (all-mpnet-base-v2: +0.4 GB per variant, 18 GB after 35 variants).
+        del variant, scored
+        gc.collect()
     return done
 
 

@@ -135,3 +135,35 @@ def test_pooled_vs_random_averages_within_models_first():
     assert nrs["difference"] == pytest.approx((0.02 + 0.02) / 2)  # A: mean(+0.03, +0.01); B: +0.02
     assert (nrs["n_models"], nrs["n_cells"]) == (2, 3)
     assert nrs["p"] == pytest.approx(2 / 4) and nrs["exact"]  # two models: all + or all − only
+
+
+def test_each_pruned_copy_is_freed_before_the_next_is_made(tmp_path, tiny_task, monkeypatch):  # noqa: F811
+    """A pruned SentenceTransformer sits in a reference cycle; the study frees each copy before it
+    builds the next (kept, each all-mpnet-base-v2 variant holds 0.4 GB)."""
+    import gc
+    import weakref
+
+    from mteb_lrd.studies import pruning
+    from mteb_lrd.studies.runner import load_study_model
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    copies: list[weakref.ref] = []
+    alive_at_next: list[int] = []
+    original = pruning._pruned
+
+    def tracked(model, blocks):
+        alive_at_next.append(sum(ref() is not None for ref in copies))
+        variant, scored = original(model, blocks)
+        if blocks:
+            copies.append(weakref.ref(scored))
+        return variant, scored
+
+    monkeypatch.setattr(pruning, "_pruned", tracked)
+    model = load_study_model(str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)))
+    gc.disable()  # only what the study frees itself counts
+    try:
+        pruning.run_prune_study([model], {"TinySTS": tiny_task}, tmp_path / "out", CellOptions(caps=Caps(20, 20, 20)),
+                                PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1,)))  # fmt: skip
+    finally:
+        gc.enable()
+    assert len(copies) == 3 and alive_at_next == [0] * len(alive_at_next)
