@@ -89,6 +89,28 @@ def test_layer_dynamics_follow_texts_rule_and_caps(tiny_st, texts):
     assert dynamics["params"]["nrs_k"] == 8 and dynamics["params"]["gfmi_k"] == 10  # clamped to N - 1
 
 
+def test_repeated_texts_are_encoded_once(tiny_st, texts):
+    """A column that repeats sentences runs each distinct one once; scores and dynamics are unchanged."""
+    repeated = [texts[i % 5] for i in range(16)]  # 5 distinct sentences per column, 16 rows
+    task = sts_task(repeated, name="TinyRepeatedSTS")
+    plain = mteb.evaluate(tiny_st, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    encoded: list[int] = []
+    handle = tiny_st[0].auto_model.embeddings.register_forward_hook(
+        lambda _module, _args, out: encoded.append(out.shape[0])  # (batch, tokens, d)
+    )
+    wrapped = with_layer_dynamics(tiny_st, per_layer=False)
+    row = mteb.evaluate(wrapped, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    handle.remove()
+    task.load_data()
+    data = task.dataset["default"]["test"]
+    assert sum(encoded) == len(set(data["sentence1"])) + len(set(data["sentence2"])) < 32
+    assert row["main_score"] == pytest.approx(plain["main_score"], abs=1e-6)
+    unique = list(dict.fromkeys(list(data["sentence1"]) + list(data["sentence2"])))
+    expected = frenet(extract_layer_states(tiny_st, unique, show_progress_bar=False).states)
+    assert row["layer_dynamics"]["n_texts"] == len(unique)
+    assert row["layer_dynamics"]["frenet"]["d0L"] == pytest.approx(expected.d0L, abs=1e-5)
+
+
 @pytest.mark.parametrize("make_task", [pair_task, retrieval_task])
 def test_pair_and_retrieval_tasks(make_task, tiny_st):
     task = make_task()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LayerStates", "clean_texts"]
+__all__ = ["LayerStates", "clean_texts", "distinct_texts"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,16 @@ def clean_texts(texts: Sequence[str]) -> tuple[list[str], int]:
             text = " "
         out.append(text)
     return out, replaced
+
+
+def distinct_texts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's distinct text: ``(codes, first)`` with ``texts[i] == texts[first[codes[i]]]``.
+
+    ``first`` holds each distinct text's first position, in order of first appearance, so encoding
+    ``[texts[j] for j in first]`` once and indexing the result with ``codes`` gives a vector for every
+    text (STS columns repeat sentences: SICK-R's 9,927 first sentences hold 5,014 distinct ones).
+    """
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
+    first = np.unique(codes, return_index=True)[1]
+    return codes, first

@@ -26,6 +26,7 @@ from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
+from mteb_lrd.extraction.layer_states import distinct_texts
 from mteb_lrd.extraction.options import ExtractionOptions
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
@@ -172,7 +173,7 @@ class LayerDynamicsModel(AbsEncoder):
         prompt_type: PromptType | None = None,
         **kwargs: Any,
     ) -> np.ndarray:
-        """One forward pass per batch; returns the model's own embeddings, keeps every layer."""
+        """One forward pass per batch of distinct texts; returns the model's own embeddings, keeps every layer."""
         seams.install_seams()  # task classes defined since the wrapper was built
         texts = read_texts(inputs)
         task_type = str(task_metadata.type)
@@ -188,8 +189,12 @@ class LayerDynamicsModel(AbsEncoder):
         if not supported:
             self.warn_unsupported(name, task_type)
         keys = [(prompt or "", text) for text in texts]
+        codes, first = distinct_texts(texts)  # a repeated text is encoded once
         try:
-            embeddings = self._encode_and_keep(texts, keys, prompt, supported, task_type, prompt_type)
+            distinct = self._encode_and_keep(
+                [texts[i] for i in first], [keys[i] for i in first], prompt, supported, task_type, prompt_type
+            )
+            embeddings = distinct[codes]
         except BaseException:
             self.clear()  # frees a spilled file now, not at the next task
             raise
