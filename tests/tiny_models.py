@@ -14,6 +14,7 @@ from transformers import (
     AutoModel,
     AutoModelForCausalLM,
     BertConfig,
+    Gemma3TextConfig,
     GPT2Config,
     LlamaConfig,
     MPNetConfig,
@@ -127,6 +128,23 @@ def _config(kind: str, num_layers: int):
             bos_token_id=5,
             **COMMON,
         )
+    if kind == "gemma3":  # EmbeddingGemma's layout: a bidirectional Gemma-3 text model
+        return Gemma3TextConfig(
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=num_layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            max_position_embeddings=64,
+            sliding_window=4,
+            use_bidirectional_attention=True,
+            pad_token_id=0,
+            eos_token_id=6,
+            bos_token_id=5,
+            **COMMON,
+        )
     if kind == "gpt2":
         return GPT2Config(
             vocab_size=VOCAB_SIZE,
@@ -144,13 +162,14 @@ def _config(kind: str, num_layers: int):
 
 ENCODERS = ("bert", "mpnet")
 DECODERS = ("llama", "qwen2", "gpt2")
+BIDIRECTIONAL = ("gemma3",)  # decoder blocks and tokenizer, attending both ways
 
 
 def build_tiny_model(kind: str, path: Path, num_layers: int = 4, seed: int = 0) -> Path:
     """Build a tiny random ``kind`` model with its tokenizer and save both to ``path``."""
     torch.manual_seed(seed)
     config = _config(kind, num_layers)
-    model = (AutoModel if kind in ENCODERS else AutoModelForCausalLM).from_config(config)
+    model = (AutoModel if kind in ENCODERS + BIDIRECTIONAL else AutoModelForCausalLM).from_config(config)
     model.eval()
     path = Path(path)
     model.save_pretrained(path)
@@ -159,13 +178,13 @@ def build_tiny_model(kind: str, path: Path, num_layers: int = 4, seed: int = 0) 
 
 
 def build_tiny_sentence_transformer(
-    path: Path, pooling: str = "mean", num_layers: int = 4, seed: int = 0
+    path: Path, pooling: str = "mean", num_layers: int = 4, seed: int = 0, kind: str = "bert"
 ) -> Path:
-    """A SentenceTransformer folder (tiny BERT + pooling + Normalize) saved to ``path``."""
+    """A SentenceTransformer folder (a tiny ``kind`` model + pooling + Normalize) saved to ``path``."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-    hf_dir = build_tiny_model("bert", Path(path).with_name(Path(path).name + "-hf"), num_layers, seed)
+    hf_dir = build_tiny_model(kind, Path(path).with_name(Path(path).name + "-hf"), num_layers, seed)
     transformer = Transformer(str(hf_dir), max_seq_length=64)
     st = SentenceTransformer(
         modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling), Normalize()],

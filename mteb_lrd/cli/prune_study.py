@@ -56,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_list_option(parser, "--all-subsets", dest="all_subsets", item_type=int, metavar="SIZE", default=[],
                     help="also score every candidate block set of these sizes (e.g. 1,2) and rank each "
                     "method's choice among them; resumable, hours of CPU for 7 candidates")  # fmt: skip
+    parser.add_argument("--separate-passes", action="store_true",
+                        help="encode each pruned variant on its own instead of all of a SentenceTransformer's "
+                        "variants from the blocks they share (same scores, slower)")  # fmt: skip
     add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
                     protect=args.protect,
                     mapping=args.mapping,
                     all_subsets=tuple(args.all_subsets),
+                    shared_prefix=not args.separate_passes,
                 ),
             )
     except (ValueError, KeyError) as error:

@@ -41,6 +41,7 @@ from mteb_lrd.integration.options import (
     LayerDynamicsOptions,
     is_lrd_call,
 )
+from mteb_lrd.integration.plain_prompt import plain_run_prompt
 from mteb_lrd.integration.protocols import CallKey, TextReader, read_texts
 from mteb_lrd.integration.store import TextKey, VectorStore
 
@@ -145,23 +146,7 @@ class LayerDynamicsModel(AbsEncoder):
     def resolve_prompt(self, task_metadata: TaskMetadata, prompt_type: PromptType | None) -> str | None:
         """The prompt text a plain mteb run of the wrapped SentenceTransformer would prepend
         (``None``: no prompt, or not a SentenceTransformer)."""
-        if self.inner is None or not hasattr(self.inner, "model_prompts"):
-            return None
-        prompt = _compat.resolve_prompt(self.inner.model_prompts, task_metadata, prompt_type)
-        if prompt is not None:
-            return prompt
-        st = self.inner.model
-        prompts = getattr(st, "prompts", None) or {}
-        # sentence-transformers' encode_query / encode_document try these prompt names, then
-        # (like encode) the default prompt.
-        names: tuple[str, ...] = ()
-        if prompt_type is not None:
-            is_query = str(getattr(prompt_type, "value", prompt_type)) == "query"
-            names = ("query",) if is_query else ("document", "passage", "corpus")
-        for candidate in (*names, getattr(st, "default_prompt_name", None)):
-            if candidate is not None and candidate in prompts:
-                return prompts[candidate]
-        return None
+        return plain_run_prompt(self.inner, task_metadata, prompt_type)
 
     def encode(
         self,

@@ -77,6 +77,9 @@ class PruneStudyOptions:
         all_subsets: sizes of candidate block sets to score exhaustively (e.g. ``(1, 2)``: every
             single block and every pair), the reference each rule's choice of that size is ranked
             against; ``()`` scores only the methods' choices.
+        shared_prefix: encode a SentenceTransformer's variants together, each from the input of its
+            first removed block (:mod:`mteb_lrd.pruning.shared_prefix`; same scores, fewer blocks run);
+            ``False``: each variant a pruned copy encoded on its own.
 
     Raises:
         ValueError: for a bad mapping, budget, count or subset size.
@@ -88,8 +91,11 @@ class PruneStudyOptions:
     random_seeds: tuple[int, ...] = tuple(RANDOM_SEEDS)
     speed_texts: int = 64
     all_subsets: tuple[int, ...] = ()
+    shared_prefix: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.shared_prefix, bool):
+            raise ValueError(f"shared_prefix must be True or False, got {self.shared_prefix!r}")
         object.__setattr__(self, "all_subsets", tuple(sorted(set(self.all_subsets))))
         for size in self.all_subsets:
             _positive("all_subsets size", size)

@@ -127,7 +127,7 @@ def measure_pruning_cell(
                for size in pruning.all_subsets}  # fmt: skip
     block_sets = [c["blocks"] for c in choices] + [b for sets in subsets.values() for b in sets]
     done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, partial_path,
-                           options.batch_size, speed_cache)  # fmt: skip
+                           options.batch_size, speed_cache, pruning.shared_prefix)  # fmt: skip
     base = done[""]
     for choice in choices:
         scored_variant = done[block_key(choice["blocks"])]
@@ -154,6 +154,9 @@ def measure_pruning_cell(
             "reproduce": options.reproduce,
             "prompt": prompt,
             "template": model.template,
+            "variant_encoding": "shared prefix"
+            if pruning.shared_prefix and model.tokenizer is None
+            else "separate",
         },
         "reproduce": options.reproduce,
         "extraction": cell.dynamics.extraction,
@@ -191,21 +194,41 @@ def _score_variants(
     partial_path: Path,
     batch_size: int,
     speed_cache: dict[int, float],
+    shared_prefix: bool = True,
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct block set, resuming from (and
-    recording to) ``partial_path`` after each; ``speed_texts`` are timed."""
+    recording to) ``partial_path`` after each; ``speed_texts`` are timed.
+
+    With ``shared_prefix`` a SentenceTransformer's variants are encoded together
+    (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept beside
+    ``partial_path`` until the cell is done); otherwise each variant is a pruned copy encoded on its own.
+    """
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+
     done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
     distinct = [()] + sorted({tuple(b) for b in block_sets})
     speed_sample = model.texts(list(speed_texts))
+    shared = None
+    if shared_prefix and model.tokenizer is None:
+        folder = partial_path.with_name(partial_path.name.replace(".partial.json", ".vectors"))
+        pending = [b for b in distinct if block_key(b) not in done]
+        shared = PrunedVariants(model.model, pending, folder, batch_size=batch_size)
     for blocks in distinct:
         key = block_key(blocks)
         if key in done:
             continue
-        variant, scored = _pruned(model, list(blocks))
-        score = mteb_score(mteb_encoder(model, scored), task(), batch_size=batch_size)
+        variant = None
+        if shared is not None:
+            encoder = shared.encoder(blocks)
+        else:
+            variant, pruned = _pruned(model, list(blocks))
+            encoder = mteb_encoder(model, pruned)
+            del pruned
+        score = mteb_score(encoder, task(), batch_size=batch_size)
         # Blocks of one stack cost the same: the speed-up depends on how many are removed, so it is
         # timed once per count and model (timing every variant would double the study's time).
         if len(blocks) not in speed_cache:
+            variant = _pruned(model, list(blocks))[0] if variant is None else variant
             speed_cache[len(blocks)] = (
                 measure_speedup(model, variant, speed_sample, batch_size) if blocks else 1.0
             )
@@ -215,8 +238,10 @@ def _score_variants(
         # A pruned SentenceTransformer sits in a reference cycle (its model card points back at it),
         # which only the cyclic collector frees; without this every variant's copy stayed in memory
         # (all-mpnet-base-v2: +0.4 GB per variant, 18 GB after 35 variants).
-        del variant, scored
+        del variant, encoder
         gc.collect()
+    if shared is not None:
+        shared.clear()
     return done
 
 

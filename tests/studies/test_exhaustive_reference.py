@@ -163,7 +163,35 @@ def test_each_pruned_copy_is_freed_before_the_next_is_made(tmp_path, tiny_task, 
     gc.disable()  # only what the study frees itself counts
     try:
         pruning.run_prune_study([model], {"TinySTS": tiny_task}, tmp_path / "out", CellOptions(caps=Caps(20, 20, 20)),
-                                PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1,)))  # fmt: skip
+                                PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1,),
+                                                  shared_prefix=False))  # fmt: skip
     finally:
         gc.enable()
     assert len(copies) == 3 and alive_at_next == [0] * len(alive_at_next)
+
+
+def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, tiny_task):  # noqa: F811
+    """A SentenceTransformer's variants encoded together score as pruned copies encoded one by one;
+    the kept vectors go when the cell is done."""
+    from mteb_lrd.studies.pruning import run_prune_study
+    from mteb_lrd.studies.runner import load_study_model, read_record
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    model = load_study_model(
+        str(build_tiny_sentence_transformer(tmp_path / "st9", num_layers=9, kind="mpnet"))
+    )
+    records = {}
+    for shared in (True, False):
+        out = tmp_path / f"shared-{shared}"
+        run_prune_study([model], {"TinySTS": tiny_task}, out, CellOptions(caps=Caps(20, 20, 20)),
+                        PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2), shared_prefix=shared))  # fmt: skip
+        records[shared] = read_record(out / "records" / "st9" / "TinySTS.json")
+        assert not list((out / "records").rglob("*.vectors"))
+    assert records[True]["settings"]["variant_encoding"] == "shared prefix"
+    assert records[False]["settings"]["variant_encoding"] == "separate"
+    assert records[True]["base_score"] == pytest.approx(records[False]["base_score"], abs=1e-6)
+    for size in ("1", "2"):
+        assert records[True]["subsets"][size].keys() == records[False]["subsets"][size].keys()
+        for key, delta in records[False]["subsets"][size].items():
+            assert records[True]["subsets"][size][key] == pytest.approx(delta, abs=1e-6), key
+    assert len(records[True]["subsets"]["2"]) == len(candidate_block_sets(10, 2)) == math.comb(4, 2)

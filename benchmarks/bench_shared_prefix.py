@@ -1,0 +1,79 @@
+"""What encoding every pruned variant from the blocks they share saves in the exhaustive prune study.
+
+Prints, for one SentenceTransformer on STS Benchmark dev pairs, the variants being every 1- and
+2-block set among the candidate blocks (3 layers protected at each end):
+  separate   the full model and each pruned copy encode the texts of both columns on their own
+             (what the prune study did before: one copy and one encode per variant)
+  shared     mteb_lrd.pruning.shared_prefix.encode_variants: one pass of the full model per batch of
+             distinct texts, each variant running only its blocks after its first removed one
+and the ratio separate / shared, the blocks run per text by each, and the largest difference between
+the two sets of vectors.
+
+Usage: python benchmarks/bench_shared_prefix.py [--model all-mpnet-base-v2] [--pairs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+from mteb_lrd.extraction.architectures import locate  # noqa: E402
+from mteb_lrd.integration.shared_tasks import shared_sts_dir  # noqa: E402
+from mteb_lrd.models.panel import PANEL  # noqa: E402
+from mteb_lrd.models.panel_install import prepare  # noqa: E402
+from mteb_lrd.pruning.pruned import prune  # noqa: E402
+from mteb_lrd.pruning.rules import candidate_block_sets  # noqa: E402
+from mteb_lrd.pruning.shared_prefix import encode_variants  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="all-mpnet-base-v2", help="a panel name or a model folder")
+    parser.add_argument("--pairs", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    with (shared_sts_dir() / "STSBenchmark-multi" / "en" / "dev.jsonl").open(encoding="utf-8") as fh:
+        pairs = [json.loads(line) for line in fh][: args.pairs]
+    texts = [p["sentence1"] for p in pairs] + [p["sentence2"] for p in pairs]
+    model = SentenceTransformer(str(prepare(args.model) if args.model in PANEL else args.model), device="cpu")
+    num_blocks = locate(model).num_blocks
+    sets = [b for size in (1, 2) for b in candidate_block_sets(num_blocks + 1, size)]
+
+    start = time.perf_counter()
+    separate = {(): model.encode(texts, batch_size=args.batch_size)}
+    for blocks in sets:
+        separate[tuple(blocks)] = prune(model, blocks).encode(texts, batch_size=args.batch_size)
+    separate_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    codes, shared = encode_variants(model, texts, sets, batch_size=args.batch_size)
+    shared_s = time.perf_counter() - start
+
+    diff = max(float(np.abs(shared[key][codes] - vectors).max()) for key, vectors in separate.items())
+    blocks_separate = num_blocks + sum(num_blocks - len(b) for b in sets)
+    blocks_shared = num_blocks + sum(num_blocks - b[0] - len(b) for b in sets)
+    distinct = len(set(texts))
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
+          f"{__import__('torch').get_num_threads()}")  # fmt: skip
+    print(f"model {args.model}: {num_blocks} blocks, {len(sets)} variants + the full model; "
+          f"{len(texts)} texts ({distinct} distinct)")  # fmt: skip
+    print(f"separate {separate_s:8.1f} s   blocks run per text {blocks_separate}")
+    print(f"shared   {shared_s:8.1f} s   blocks run per distinct text {blocks_shared}")
+    print(f"ratio separate / shared: {separate_s / shared_s:.2f}x "
+          f"(blocks {blocks_separate / blocks_shared:.2f}x, texts {len(texts) / distinct:.2f}x); "
+          f"largest |difference| of the vectors {diff:.1e}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Every pruned variant of a SentenceTransformer from one pass over the blocks they share.
+
+A model without the blocks ``S`` computes what the full model computes up to its first removed
+block ``m = min(S)``: the input of block ``m``. So one forward pass of the full model per batch keeps
+the input of each block a variant starts from, and each variant then runs only its kept blocks after
+``m``, from that input (:func:`resumed_from`). Removing blocks before ``m`` as well keeps the surgery
+of :mod:`mteb_lrd.pruning.surgery` (block numbering, attention types) for the blocks that do run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from mteb_lrd import _compat
+from mteb_lrd.extraction.architectures import locate
+from mteb_lrd.extraction.layer_states import distinct_texts
+from mteb_lrd.pruning.surgery import skip_blocks, validate_blocks
+
+__all__ = ["encode_variants", "resumed_from"]
+
+BlockSet = tuple[int, ...]
+Allocator = Callable[[BlockSet, tuple[int, int]], np.ndarray]
+
+
+def _in_memory(_blocks: BlockSet, shape: tuple[int, int]) -> np.ndarray:
+    return np.empty(shape, dtype=np.float32)
+
+
+def _hidden_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
+    if args:
+        return args[0]
+    if "hidden_states" in kwargs:
+        return kwargs["hidden_states"]
+    raise RuntimeError(
+        "a transformer block was called without its hidden states (positional or hidden_states=)"
+    )
+
+
+@contextmanager
+def _captured_inputs(blocks: nn.ModuleList, indices: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+    """While inside: the input hidden states of ``blocks[i]`` for each ``i`` in ``indices``, per call."""
+    captured: dict[int, torch.Tensor] = {}
+
+    def keeper(index: int) -> Callable[..., None]:
+        def hook(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            captured[index] = _hidden_input(args, kwargs).clone()
+
+        return hook
+
+    handles = [blocks[i].register_forward_pre_hook(keeper(i), with_kwargs=True) for i in indices]
+    try:
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def resumed_from(model: object, state: torch.Tensor, removed: Sequence[int]) -> Iterator[object]:
+    """``model`` without the blocks ``removed``, run from ``state``, the input of block ``min(removed)``.
+
+    Inside the context every block before ``min(removed)`` and every removed block is skipped, and the
+    first kept block reads ``state`` instead of what the embedding layer gives it: a forward pass of
+    the same batch then yields the pruned model's output at the cost of the blocks after ``min(removed)``.
+
+    Raises:
+        ValueError: on an invalid block list, or when no block after ``min(removed)`` is kept.
+    """
+    located = locate(model)
+    removed = validate_blocks(list(removed), located.num_blocks)
+    start = removed[0]
+    kept_after = [i for i in range(start, located.num_blocks) if i not in set(removed)]
+    if not kept_after:
+        raise ValueError(f"no block after {start} is kept: nothing to resume from")
+    first = located.blocks[kept_after[0]]
+
+    def replace(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args:
+            return (state, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": state}
+
+    handle = first.register_forward_pre_hook(replace, with_kwargs=True)
+    try:
+        with skip_blocks(model, sorted(set(range(start)) | set(removed))):
+            yield model
+    finally:
+        handle.remove()
+
+
+def _checked_sets(block_sets: Sequence[Sequence[int]], num_blocks: int) -> list[BlockSet]:
+    sets = {tuple(validate_blocks(list(b), num_blocks)) for b in block_sets if len(b)}
+    for blocks in sets:
+        if all(i in blocks for i in range(blocks[0], num_blocks)):
+            raise ValueError(f"block set {list(blocks)} removes every block after {blocks[0]}")
+    return [(), *sorted(sets)]
+
+
+def encode_variants(
+    model: Any,
+    texts: Sequence[str],
+    block_sets: Sequence[Sequence[int]],
+    *,
+    prompt: str | None = None,
+    batch_size: int = 32,
+    allocate: Allocator | None = None,
+) -> tuple[np.ndarray, dict[BlockSet, np.ndarray]]:
+    """Sentence embeddings of the distinct ``texts`` by the full model and by each pruned variant.
+
+    Args:
+        model: a SentenceTransformer (its own tokenisation, truncation, prompt handling and modules).
+        texts: the texts; each distinct one is encoded once, in length-sorted batches as ``encode``.
+        block_sets: the blocks each variant removes (the full model, ``()``, is always included).
+        prompt: the prompt text prepended to every text, as ``encode(prompt=...)``.
+        batch_size: texts per forward pass.
+        allocate: ``allocate(blocks, shape)`` returns the float32 array a variant's vectors are
+            written to (e.g. a memory map, so that a large task's variants need not fit in memory);
+            default: ``numpy.empty``.
+
+    Returns:
+        ``(codes, embeddings)``: ``embeddings[blocks]`` is ``(n_distinct, D)`` float32 and
+        ``embeddings[blocks][codes]`` the vectors of ``texts`` in their order.
+
+    Raises:
+        ValueError: on an empty text list, a bad batch size or block list.
+    """
+    if len(texts) == 0:
+        raise ValueError("texts is empty: nothing to encode")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    from sentence_transformers.util import batch_to_device
+
+    located = locate(model)
+    sets = _checked_sets(block_sets, located.num_blocks)
+    starts = sorted({blocks[0] for blocks in sets if blocks})
+    codes, first = distinct_texts(texts)
+    distinct = [texts[i] for i in first]
+    length = _compat.input_length(model)
+    order = np.argsort([-(length(t) if length else len(t)) for t in distinct], kind="stable")
+    out: dict[BlockSet, np.ndarray] = {}
+    store = _Store(out, len(distinct), allocate or _in_memory)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for begin in range(0, len(order), batch_size):
+                rows = order[begin : begin + batch_size]
+                features = batch_to_device(
+                    model.preprocess([distinct[i] for i in rows], prompt=prompt), model.device
+                )
+                with _captured_inputs(located.blocks, starts) as captured:
+                    store((), rows, model(dict(features)))
+                for blocks in sets[1:]:
+                    with resumed_from(model, captured[blocks[0]], blocks):
+                        store(blocks, rows, model(dict(features)))
+    finally:
+        model.train(was_training)
+    return codes, out
+
+
+class _Store:
+    """Writes one batch of a variant's sentence embeddings into its array (allocated on first use)."""
+
+    def __init__(self, out: dict[BlockSet, np.ndarray], n: int, allocate: Allocator) -> None:
+        self.out, self.n, self.allocate = out, n, allocate
+
+    def __call__(self, blocks: BlockSet, rows: np.ndarray, features: Any) -> None:
+        vectors = features["sentence_embedding"].float().cpu().numpy()
+        if blocks not in self.out:
+            self.out[blocks] = self.allocate(blocks, (self.n, vectors.shape[1]))
+        self.out[blocks][rows] = vectors

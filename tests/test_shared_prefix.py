@@ -1,0 +1,136 @@
+"""Every pruned variant from one pass over the shared blocks, against separately pruned copies."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from mteb_lrd.pruning.pruned import prune
+from mteb_lrd.pruning.shared_prefix import encode_variants, resumed_from
+from tests.tiny_models import build_tiny_sentence_transformer
+
+NUM_LAYERS = 7
+CANDIDATES = (2, 3, 4)  # every 1- and 2-block set among them: starts 2, 3 and 4
+
+
+@pytest.fixture(scope="module", params=["bert", "mpnet", "gemma3"])
+def st_model(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"st-{request.param}") / "st"
+    build_tiny_sentence_transformer(folder, num_layers=NUM_LAYERS, kind=request.param)
+    return SentenceTransformer(str(folder), device="cpu")
+
+
+def _sets():
+    return [list(c) for size in (1, 2) for c in combinations(CANDIDATES, size)]
+
+
+def test_every_variant_equals_its_pruned_copy(st_model, texts):
+    repeated = texts + texts[:5]  # repeats are encoded once and indexed back
+    codes, vectors = encode_variants(st_model, repeated, _sets(), prompt="q: ", batch_size=4)
+    assert len(vectors[()]) == len(texts) and len(codes) == len(repeated)
+    expected = st_model.encode(repeated, prompt="q: ", batch_size=4)
+    np.testing.assert_allclose(vectors[()][codes], expected, atol=2e-5)
+    for blocks in _sets():
+        pruned = prune(st_model, blocks).encode(repeated, prompt="q: ", batch_size=4)
+        np.testing.assert_allclose(vectors[tuple(blocks)][codes], pruned, atol=2e-5, err_msg=str(blocks))
+        assert not np.allclose(pruned, expected, atol=1e-3)  # the variants do differ from the full model
+
+
+def test_each_variant_runs_only_its_blocks_after_its_first_removed_one(st_model, texts):
+    blocks = st_model[0].auto_model.layers if hasattr(st_model[0].auto_model, "layers") else None
+    blocks = blocks if blocks is not None else st_model[0].auto_model.encoder.layer
+    calls = [0] * NUM_LAYERS
+    handles = [
+        b.register_forward_hook(lambda *_a, i=i: calls.__setitem__(i, calls[i] + 1))
+        for i, b in enumerate(blocks)
+    ]
+    try:
+        encode_variants(st_model, texts, _sets(), batch_size=len(texts))  # one batch
+    finally:
+        for handle in handles:
+            handle.remove()
+    expected = [1 + sum(1 for s in _sets() if j > min(s) and j not in s) for j in range(NUM_LAYERS)]
+    assert calls == expected
+    assert sum(calls) < NUM_LAYERS * (1 + len(_sets())) - sum(len(s) for s in _sets())  # separate passes
+
+
+def test_resumed_from_restores_the_model(st_model, texts):
+    before = st_model.encode(texts)
+    import torch
+
+    state = torch.zeros(1, 3, st_model.get_embedding_dimension())
+    with pytest.raises(RuntimeError), resumed_from(st_model, state, [3]):
+        raise RuntimeError("inside")
+    np.testing.assert_array_equal(st_model.encode(texts), before)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"texts": []}, "texts is empty"),
+        ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"block_sets": [[NUM_LAYERS]]}, "out of range"),
+        ({"block_sets": [[5, 6]]}, "removes every block after 5"),
+        ({"block_sets": [[2, 2]]}, "more than once"),
+    ],
+)
+def test_bad_input_is_named(st_model, texts, kwargs, message):
+    args = {"texts": texts, "block_sets": [[2]], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        encode_variants(st_model, args.pop("texts"), args.pop("block_sets"), **args)
+
+
+def _main_score(encoder, task):
+    import mteb
+
+    run = mteb.evaluate(encoder, [task], cache=None, co2_tracker=False, show_progress_bar=False)
+    return run.task_results[0].scores["test"][0]["main_score"]
+
+
+def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_path):
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from tests.mteb_helpers import sts_task
+
+    task = sts_task()
+    variants = PrunedVariants(st_model, _sets(), tmp_path / "vectors", batch_size=4)
+    forwards = []
+    handle = (
+        st_model[0].auto_model.get_input_embeddings().register_forward_hook(lambda *_: forwards.append(1))
+    )
+    try:
+        scores = {tuple(b): _main_score(variants.encoder(b), task) for b in [[], *_sets()]}
+    finally:
+        handle.remove()
+    # two columns, each encoded once by the full model and once per variant (one batch per 4 texts)
+    assert len(forwards) == 2 * 4 * (1 + len(_sets()))
+    assert scores[()] == pytest.approx(
+        _main_score(SentenceTransformerEncoderWrapper(st_model), task), abs=1e-6
+    )
+    for blocks in ([2], [3, 4]):
+        copy = SentenceTransformerEncoderWrapper(prune(st_model, blocks))
+        assert scores[tuple(blocks)] == pytest.approx(_main_score(copy, task), abs=1e-6)
+    # a resumed study reads the kept vectors; a folder left without its codes is encoded again
+    handle = (
+        st_model[0].auto_model.get_input_embeddings().register_forward_hook(lambda *_: forwards.append(1))
+    )
+    try:
+        forwards.clear()
+        again = PrunedVariants(st_model, [[2, 4], [3]], tmp_path / "vectors", batch_size=4)  # what is left
+        assert _main_score(again.encoder([2, 4]), task) == scores[(2, 4)] and not forwards
+        for path in (tmp_path / "vectors").glob("*/without-3.npy"):
+            path.unlink()  # as if the run had stopped before it was moved in
+        assert (
+            _main_score(again.encoder([2, 4]), task) == scores[(2, 4)] and len(forwards) == 2 * 4 * 2
+        )  # full model + [3]
+        assert _main_score(again.encoder([3]), task) == scores[(3,)]
+    finally:
+        handle.remove()
+    with pytest.raises(ValueError, match="not among"):
+        variants.encoder([5])
+    variants.clear()
+    assert not (tmp_path / "vectors").exists()
