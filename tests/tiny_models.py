@@ -79,72 +79,25 @@ VOCAB_SIZE = len(SPECIALS) + len(WORDS)
 COMMON = dict(initializer_range=0.5)
 
 
+# what every tiny BERT-, MPNet-, Llama-, Qwen2- and Gemma-3-style model shares
+SHAPE = dict(vocab_size=VOCAB_SIZE, hidden_size=32, intermediate_size=64, num_attention_heads=4, **COMMON)
+DECODER = dict(
+    num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, eos_token_id=6, bos_token_id=5
+)
+
+
 def _config(kind: str, num_layers: int):
     if kind == "bert":
-        return BertConfig(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            max_position_embeddings=64,
-            **COMMON,
-        )
+        return BertConfig(num_hidden_layers=num_layers, max_position_embeddings=64, **SHAPE)
     if kind == "mpnet":
-        return MPNetConfig(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            max_position_embeddings=66,
-            **COMMON,
-        )
+        return MPNetConfig(num_hidden_layers=num_layers, max_position_embeddings=66, **SHAPE)
     if kind == "llama":
-        return LlamaConfig(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-            pad_token_id=0,
-            eos_token_id=6,
-            bos_token_id=5,
-            **COMMON,
-        )
+        return LlamaConfig(num_hidden_layers=num_layers, **SHAPE, **DECODER)
     if kind == "qwen2":
-        return Qwen2Config(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-            pad_token_id=0,
-            eos_token_id=6,
-            bos_token_id=5,
-            **COMMON,
-        )
+        return Qwen2Config(num_hidden_layers=num_layers, **SHAPE, **DECODER)
     if kind == "gemma3":  # EmbeddingGemma's layout: a bidirectional Gemma-3 text model
-        return Gemma3TextConfig(
-            vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=num_layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=8,
-            max_position_embeddings=64,
-            sliding_window=4,
-            use_bidirectional_attention=True,
-            pad_token_id=0,
-            eos_token_id=6,
-            bos_token_id=5,
-            **COMMON,
-        )
+        return Gemma3TextConfig(num_hidden_layers=num_layers, head_dim=8, sliding_window=4,
+                                use_bidirectional_attention=True, **SHAPE, **DECODER)  # fmt: skip
     if kind == "gpt2":
         return GPT2Config(
             vocab_size=VOCAB_SIZE,
