@@ -134,3 +134,24 @@ def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_
         variants.encoder([5])
     variants.clear()
     assert not (tmp_path / "vectors").exists()
+
+
+def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
+    """EmbeddingGemma-style task-type prompts: each variant's texts get the STS prompt, as in a plain run."""
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from tests.mteb_helpers import sts_task
+
+    folder = build_tiny_sentence_transformer(tmp_path / "st", num_layers=NUM_LAYERS)
+    model = SentenceTransformer(str(folder), device="cpu", prompts={"STS": "alpha beta ", "query": "gamma "})
+    task = sts_task()
+    variants = PrunedVariants(model, [[3]], tmp_path / "vectors")
+    ours = _main_score(variants.encoder([3]), task)
+    assert ours == pytest.approx(
+        _main_score(SentenceTransformerEncoderWrapper(prune(model, [3])), task), abs=1e-6
+    )
+    plain = SentenceTransformer(str(folder), device="cpu")  # no prompts: a different score
+    assert ours != pytest.approx(
+        _main_score(PrunedVariants(plain, [[3]], tmp_path / "v2").encoder([3]), task), abs=1e-4
+    )
