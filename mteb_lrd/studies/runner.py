@@ -44,6 +44,7 @@ __all__ = [
     "mteb_encoder",
     "mteb_score",
     "profile_cell",
+    "profile_outputs",
     "read_record",
     "record_path",
     "run_cells",
@@ -349,12 +350,21 @@ class CellProfile:
         states: their ``(L+1, n, d)`` pooled, normalised states.
         dynamics: the LRD result with caps, seed, extraction settings and ``reproduce`` mode.
         rows: each family's sub-sample as positions in ``texts`` (``"frenet"``, ``"nrs"``, ``"gfmi"``).
+        embeddings: the model's own output for ``texts`` (what mteb's run of the model encodes).
     """
 
     texts: list[str]
     states: np.ndarray
     dynamics: LayerDynamics
     rows: dict[str, np.ndarray]
+    embeddings: np.ndarray
+
+
+def profile_outputs(cell: CellProfile, prompt: str | None) -> dict[tuple[str, str], np.ndarray]:
+    """``{(prompt, text): output}`` for the cell's extracted texts: what mteb's run of the model would
+    compute for them (:class:`~mteb_lrd.integration.known_vectors.KnownVectors` serves them); blank
+    texts are left out (extraction encodes them as ``" "``)."""
+    return {(prompt or "", text): cell.embeddings[i] for i, text in enumerate(cell.texts) if text.strip()}
 
 
 def profile_cell(
@@ -412,4 +422,4 @@ def profile_cell(
     union = rows_union(rows)
     chosen = [texts[i] for i in union]
     positions = {name: np.searchsorted(union, idx) for name, idx in rows.items()}
-    return CellProfile(chosen, extracted.states, dynamics, positions)
+    return CellProfile(chosen, extracted.states, dynamics, positions, extracted.embeddings)

@@ -220,3 +220,27 @@ def test_scoring_a_sentence_transformer_raises_no_future_warning(tiny_st_dir, ti
         lrd_prompt(model, tiny_task.metadata)  # the prompt mteb's wrapper would use
         mteb_score(mteb_encoder(model), tiny_task())
     assert not [w for w in caught if issubclass(w.category, FutureWarning)], [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("kind", ["decoder", "sentence-transformer"])
+def test_selection_scores_reuse_the_profile_outputs_and_equal_a_plain_score(
+    kind, tmp_path, tiny_task, tiny_model_dir
+):
+    """The texts the LRD profile extracted are not encoded again for the main score: the score is
+    that of an independent mteb run of the model."""
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score
+    from mteb_lrd.studies.selection import measure_selection_cell
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    if kind == "decoder":
+        model = _decoder(tiny_model_dir, "llama", 4)
+        model.template = "Say {text} now"
+    else:
+        model = load_study_model(str(build_tiny_sentence_transformer(tmp_path / "st")))
+    caps = Caps(5, 5, 5)  # 5 of the 16 distinct texts are profiled, the others encoded
+    record = measure_selection_cell(model, tiny_task, CellOptions(caps=caps))
+    plain = mteb_score(mteb_encoder(model), tiny_task())["main_score"]
+    assert record["main_score"] == pytest.approx(plain, abs=1e-6)
+    assert 0 < record["outputs_reused"] < 2 * len(PAIRS)
+    authors = measure_selection_cell(model, tiny_task, CellOptions(caps=caps, reproduce="authors"))
+    assert authors["outputs_reused"] == 0
