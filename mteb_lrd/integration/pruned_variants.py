@@ -10,9 +10,9 @@ other variants' runs, and a resumed study (which may ask for fewer variants), re
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from mteb.models import SentenceTransformerEncoderWrapper
 from mteb_lrd import _compat
 from mteb_lrd.integration.plain_prompt import plain_run_prompt
 from mteb_lrd.integration.protocols import read_texts
-from mteb_lrd.io import content_key, texts_digest
+from mteb_lrd.io import atomic_write_bytes, content_key, temporary_folder, texts_digest
 from mteb_lrd.pruning.rules import block_key
 from mteb_lrd.pruning.shared_prefix import BlockSet, encode_variants
 
@@ -76,7 +76,7 @@ class PrunedVariants:
         """Encode ``texts`` with the full model and ``block_sets``; each file moves into ``folder``
         whole (a variant's file, then the codes), so a folder only ever holds complete files."""
         folder.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=".encoding-", dir=self.directory))
+        scratch = temporary_folder(self.directory, ".encoding-")
         maps: list[np.memmap] = []
 
         def allocate(blocks: BlockSet, shape: tuple[int, int]) -> np.ndarray:
@@ -89,9 +89,11 @@ class PrunedVariants:
                                        batch_size=self.batch_size, allocate=allocate)  # fmt: skip
             for array in maps:
                 array.flush()
-            np.save(scratch / "codes.npy", codes)
-            for path in sorted(scratch.glob("*.npy"), key=lambda p: p.name == "codes.npy"):  # codes last
+            for path in scratch.glob("*.npy"):
                 os.replace(path, folder / path.name)
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, codes)
+            atomic_write_bytes(folder / "codes.npy", buffer.getvalue())  # last: the folder is complete
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
