@@ -31,6 +31,7 @@ examples:
       --tasks STSBenchmark,SICK-R,DrugReviewSentiment --max-pairs 200 --out results/sel
   mteb-lrd select --models default,./my-st-model,./other-model --tasks STSBenchmark --max-pairs 40 --out results/sel
   mteb-lrd select --models ./my-st-model ./other-model --report-only --out results/sel
+  mteb-lrd select --reproduce authors --scores-from results/selection --out results/selection-authors
 
 Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
 The report is OUT/selection.md + selection.html + scatter_*.png; OUT/selection.json has every number.
@@ -167,6 +168,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_study_task_arguments(parser, default_pairs=200, default_test=200)
     add_lrd_study_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--scores-from", type=path_arg, default=None, metavar="STUDY",
+                        help="read each cell's MTEB main score from this study folder's record of the same cell "
+                        "(same texts, template and truncation) instead of scoring it again: the score does not "
+                        "depend on the LRD options, e.g. --reproduce authors beside a finished study")  # fmt: skip
     parser.add_argument(
         "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
     )
@@ -185,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         if not args.report_only:
-            run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args))
+            run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args),
+                                scores_from=args.scores_from)  # fmt: skip
     except (ValueError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

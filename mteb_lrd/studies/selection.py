@@ -27,11 +27,13 @@ from mteb_lrd.studies.runner import (
     mteb_score,
     profile_cell,
     profile_outputs,
+    read_record,
+    record_path,
     run_cells,
     task_texts,
 )
 
-__all__ = ["HEADLINE_SCORES", "measure_selection_cell", "run_selection_study"]
+__all__ = ["HEADLINE_SCORES", "borrowed_score", "measure_selection_cell", "run_selection_study"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +49,38 @@ HEADLINE_SCORES: tuple[str, ...] = (
 )
 
 
-def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -> dict[str, Any]:
+def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: int) -> dict[str, Any] | None:
+    """The MTEB main score another study folder recorded for the same cell, or ``None``.
+
+    The score does not depend on the LRD options (caps, prompt policy, ``reproduce``), so a second
+    study over the same cells can read it. It is taken only when that record scored the same task
+    texts with the same main score, template and truncation; otherwise the cell is scored.
+    """
+    record = read_record(record_path(source, model.name, task.metadata.name))
+    if record is None:
+        return None
+    same = (
+        record.get("n_texts") == n_texts
+        and record.get("main_score_name") == task.metadata.main_score
+        and record.get("model", {}).get("template") == model.template
+        and record.get("model", {}).get("max_length") == model.max_length
+    )
+    if not same:
+        logger.warning(
+            f"  {source}: {model.name} × {task.metadata.name} was scored on other settings; scoring"
+        )
+        return None
+    return {"main_score": record["main_score"], "seconds": record.get("mteb_seconds"), "from": str(source)}
+
+
+def measure_selection_cell(
+    model: StudyModel, task: Any, options: CellOptions, scores_from: str | Path | None = None
+) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
 
-    ``reproduce="authors"`` also means no prompt for LRD (the authors use none).
+    ``reproduce="authors"`` also means no prompt for LRD (the authors use none). With
+    ``scores_from`` (a study folder), the main score is read from its record of the cell when it
+    scored the same texts (:func:`borrowed_score`).
     """
     instance = task()
     texts = task_texts(instance, options.text_order)
@@ -71,10 +101,13 @@ def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -
     final = cell.states[-1][cell.rows["gfmi"]]
     scores["rankme"] = rankme(final)
     scores["alpha_req"] = alpha_req(final)
-    encoder = mteb_encoder(model)
-    if options.reproduce == "ours":  # the authors' last-token rule makes the profile's outputs differ
-        encoder = KnownVectors(encoder, profile_outputs(cell, prompt))
-    score = mteb_score(encoder, instance, batch_size=options.batch_size)
+    score = borrowed_score(scores_from, model, task, len(texts)) if scores_from is not None else None
+    encoder = None
+    if score is None:
+        encoder = mteb_encoder(model)
+        if options.reproduce == "ours":  # the authors' last-token rule makes the profile's outputs differ
+            encoder = KnownVectors(encoder, profile_outputs(cell, prompt))
+        score = mteb_score(encoder, instance, batch_size=options.batch_size)
     caps = options.caps
     return {
         "model": model.info(),
@@ -83,6 +116,7 @@ def measure_selection_cell(model: StudyModel, task: Any, options: CellOptions) -
         "main_score": score["main_score"],
         "main_score_name": task.metadata.main_score,
         "mteb_seconds": score["seconds"],
+        "main_score_from": score.get("from"),
         "outputs_reused": encoder.served if isinstance(encoder, KnownVectors) else 0,
         "n_texts": len(texts),
         "n_used": len(cell.texts),
@@ -109,6 +143,7 @@ def run_selection_study(
     tasks: Mapping[str, type],
     out_dir: str | Path,
     options: CellOptions | None = None,
+    scores_from: str | Path | None = None,
 ) -> Path:
     """Measure and score every (model, task) cell not recorded yet in ``out_dir/records``.
 
@@ -118,6 +153,8 @@ def run_selection_study(
         out_dir: the study folder (records, then the report).
         options: how each cell is measured (:class:`~mteb_lrd.studies.options.CellOptions`;
             RankMe / α-ReQ use the GFMI sub-sample).
+        scores_from: a study folder whose records give the main scores of the same cells
+            (:func:`borrowed_score`), e.g. the ``reproduce="ours"`` study beside an authors' one.
 
     Progress goes to this module's logger, one INFO line per cell.
 
@@ -127,7 +164,7 @@ def run_selection_study(
     options = CellOptions() if options is None else options
 
     def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
-        record = measure_selection_cell(model, task, options)
+        record = measure_selection_cell(model, task, options, scores_from)
         logger.info(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 

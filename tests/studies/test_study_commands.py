@@ -244,3 +244,37 @@ def test_selection_scores_reuse_the_profile_outputs_and_equal_a_plain_score(
     assert 0 < record["outputs_reused"] < 2 * len(PAIRS)
     authors = measure_selection_cell(model, tiny_task, CellOptions(caps=caps, reproduce="authors"))
     assert authors["outputs_reused"] == 0
+
+
+SMALL_K = {"nrs_k": 3, "gfmi_k": 3}
+
+
+def test_a_second_study_reads_the_main_scores_of_the_first(
+    tmp_path, tiny_task, tiny_model_dir, monkeypatch, caplog
+):
+    """--scores-from: the authors' study beside ours takes each cell's MTEB score from our record
+    (same texts, template, truncation) and runs no mteb evaluation; other settings are scored."""
+    from mteb_lrd.studies import selection
+    from mteb_lrd.studies.runner import read_record
+
+    model = _decoder(tiny_model_dir, "llama", 4)
+    ours = selection.run_selection_study([model], {"TinySTS": tiny_task}, tmp_path / "ours",
+                                         CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K))  # fmt: skip
+    original = read_record(ours / "records" / model.name / "TinySTS.json")
+
+    def no_mteb(*_args, **_kwargs):
+        raise AssertionError("scored again")
+
+    monkeypatch.setattr(selection, "mteb_score", no_mteb)
+    authors = selection.run_selection_study([model], {"TinySTS": tiny_task}, tmp_path / "authors",
+                                            CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K, reproduce="authors"),
+                                            scores_from=ours)  # fmt: skip
+    record = read_record(authors / "records" / model.name / "TinySTS.json")
+    assert record["main_score"] == original["main_score"] and record["main_score_from"] == str(ours)
+    assert record["reproduce"] == "authors" and record["scores"] != original["scores"]
+    model.template = "Say {text} now"  # recorded without a template: not the same cell
+    with pytest.raises(AssertionError, match="scored again"), caplog.at_level(logging.WARNING):
+        selection.measure_selection_cell(
+            model, tiny_task, CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K), scores_from=ours
+        )
+    assert "scored on other settings" in caplog.text
