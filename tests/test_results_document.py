@@ -157,3 +157,23 @@ def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_pat
     assert "at 3 of 3 budgets" in rows["GFMI has the best median change at every budget"]
     assert "| frenet | 1 | 83.333 | 5 | 10 |" in text  # the best of three sets: (2 below + ½ tie) / 3
     assert (tmp_path / "docs" / "figures" / "results-prune-pruning.png").stat().st_size > 5000
+
+
+def test_an_authors_study_is_compared_with_ours_on_the_cells_both_hold(tmp_path):
+    ours = _selection(6, 1.0)
+    theirs = [{**r, "reproduce": "authors", "scores": {**r["scores"], "frenet_d0L": -r["scores"]["frenet_d0L"]}}
+              for r in ours if r["model"]["name"] != "m5"]  # fmt: skip
+    write_rows(tmp_path / "select.csv", tidy_rows(ours, "select"))
+    text = render_results(tmp_path)
+    assert "No `--reproduce authors` records are committed yet" in text
+    write_rows(tmp_path / "select-authors.csv", tidy_rows(theirs, "select-authors"))
+    text = render_results(tmp_path)
+    section = text[text.index("## Where we differ") :]
+    assert (
+        "`select-authors` (the authors' definitions) beside `select` (ours), on the 5 models × 3 tasks"
+        in section
+    )
+    d0l = next(line for line in section.splitlines() if line.startswith("| frenet_d0L"))
+    assert d0l.startswith("| frenet_d0L | +1.00 (p ") and "| -1.00 (p " in d0l
+    claims = text[: text.index("## Where we differ")]
+    assert "select-authors" not in claims  # the authors' study tests no claim

@@ -91,18 +91,30 @@ def _size(records: Sequence[Mapping[str, Any]]) -> str:
     return f"{_count(len(models), 'model')} × {_count(len(tasks), 'task')} × {span} texts"
 
 
+def _complete(records: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], dict[str, int]]:
+    """The records of the models that have every task of the study (those the model-level tests
+    use), and the others' task counts."""
+    tasks = {r["task"] for r in records}
+    held: dict[str, set[str]] = {}
+    for r in records:
+        held.setdefault(r["model"]["name"], set()).add(r["task"])
+    partial = {model: len(have) for model, have in held.items() if have != tasks}
+    return [r for r in records if r["model"]["name"] not in partial], partial
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
     analysis = analyse_selection(records)  # records already cut to DOCUMENTED_SCORES (build_results)
+    size = _size(_complete(records)[0])
     tested = {name: analysis["model_level"][name] for name in CLAIM_SCORES if name in analysis["model_level"]}
     adjusted = dict(zip(tested, holm([t["p"] for t in tested.values()]), strict=True)) if tested else {}
     claims = [{
         "claim": CLAIM_SCORES[name], "paper": "positive (no value published)",
         "ours": f"median ρ {t['median_rho']:+.2f} [{t['ci_low']:+.2f}, {t['ci_high']:+.2f}]",
-        "n": _size(records), "test": "joint permutation of models over tasks", "p": t["p"], "p_adj": adjusted[name],
+        "n": size, "test": "joint permutation of models over tasks", "p": t["p"], "p_adj": adjusted[name],
         "verdict": _verdict(t["median_rho"] > 0, adjusted[name]), "study": study,
     } for name, t in tested.items()]  # fmt: skip
     against = (analysis.get("strongest") or {}).get("against") or {}
@@ -113,7 +125,7 @@ def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[C
         lost = any(e["difference"] < 0 and e["p_holm"] < ALPHA for e in against.values())
         claims.append({
             "claim": "d0L is the strongest LRD score", "paper": "d0L strongest (no value published)",
-            "ours": f"smallest ρ(d0L) − ρ(rival): {entry['difference']:+.2f} ({worst})", "n": _size(records),
+            "ours": f"smallest ρ(d0L) − ρ(rival): {entry['difference']:+.2f} ({worst})", "n": size,
             "test": "exact exchange of the two scores within models", "p": entry["p"], "p_adj": entry["p_holm"],
             "verdict": "replicated" if beaten else "contradicted" if lost else "undecided", "study": study,
         })  # fmt: skip
@@ -228,8 +240,14 @@ def _selection_figures(study: str, analysis: Mapping[str, Any]) -> dict[str, Fig
 
 def _selection_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]]) -> list[str]:
     tested = analysis["model_level"]
+    complete, partial = _complete(records)
+    tasks = len({r["task"] for r in records})
+    pending = "".join(
+        f"; {m} has {n} of {tasks} tasks so far (not in the tests)" for m, n in sorted(partial.items())
+    )
     lines = [f"## Label-free model selection (`{study}`)", "",
-             f"{_size(records)}; models: {', '.join(analysis['models'])}.", ""]  # fmt: skip
+             f"{_size(complete)}; models: {', '.join(sorted({r['model']['name'] for r in complete}))}{pending}.",
+             ""]  # fmt: skip
     rows = [[name, t["median_rho"], t["ci_low"], t["ci_high"], t["p"], t["p_holm"], t["n_models"], t["n_tasks"]]
             for name, t in sorted(tested.items(), key=lambda kv: -kv[1]["median_rho"])]  # fmt: skip
     if not rows:
@@ -274,8 +292,13 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     claims: list[Claim] = []
     sections: list[str] = []
     figures: dict[str, Figure] = {}
+    authors: dict[str, list[dict[str, Any]]] = {}
+    selection: dict[str, list[dict[str, Any]]] = {}
     for study, rows in studies.items():
         records = records_from_rows(r for r in rows if r["row"] != "score" or r["score"] in _KEPT)
+        if not any("choices" in r for r in records) and records_reproduce(records) == "authors":
+            authors[study] = records  # compared with ours below, not a test of the papers' claims
+            continue
         if any("choices" in r for r in records):
             found, analysis = _pruning_claims(study, records)
             sections += _pruning_section(study, analysis, records)
@@ -283,6 +306,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
             sections += [f"![mean score change per budget]({path})", ""]
             figures[path] = pruning_change_figure(analysis)
         else:
+            selection[study] = records
             found, analysis = _selection_claims(study, records)
             sections += _selection_section(study, analysis, records)
             drawn = _selection_figures(study, analysis)
@@ -328,9 +352,46 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     lines += ["## Where we differ from the papers' code", "",
               "Our defaults differ from the released code where it is wrong or worse (the list, with each "
               "difference's measured effect on single models, is in [method.md](method.md)); `--reproduce "
-              "authors` runs the authors' behaviour. A study's effect of that switch enters this document when "
-              "the records of its `--reproduce authors` run are committed; none are yet.", ""]  # fmt: skip
+              "authors` runs the authors' behaviour.", ""]  # fmt: skip
+    lines += _mode_comparisons(selection, authors)
     return "\n".join(lines), figures
+
+
+def _mode_comparisons(
+    ours: Mapping[str, list[dict[str, Any]]], authors: Mapping[str, list[dict[str, Any]]]
+) -> list[str]:
+    """Per ``--reproduce authors`` selection study, each claim score's model-level test under both
+    definitions, on the (model, task) cells both studies hold."""
+    if not authors:
+        return ["No `--reproduce authors` records are committed yet: the switch's effect on a study is not "
+                "reported here.", ""]  # fmt: skip
+    lines: list[str] = []
+    for study, theirs in authors.items():
+        cells = {(r["model"]["name"], r["task"]) for r in theirs}
+        match = max(ours.items(), key=lambda kv: len(cells & {(r["model"]["name"], r["task"]) for r in kv[1]}),
+                    default=None)  # fmt: skip
+        common = cells & {(r["model"]["name"], r["task"]) for r in _complete(match[1])[0]} if match else set()
+        if match is None or not common:
+            lines += [
+                f"`{study}` (the authors' definitions) has no study of ours on the same cells beside it.",
+                "",
+            ]
+            continue
+        both = {name: _complete([r for r in records if (r["model"]["name"], r["task"]) in common])[0]
+                for name, records in ((match[0], match[1]), (study, theirs))}  # fmt: skip
+        counts = [len({r["model"]["name"] for r in records}) for records in both.values()]
+        if min(counts) < 4:
+            lines += [f"`{study}` (the authors' definitions) beside `{match[0]}`: models with every task in both "
+                      f"so far: {min(counts)}; a comparison needs 4.", ""]  # fmt: skip
+            continue
+        tests = {name: analyse_selection(records)["model_level"] for name, records in both.items()}
+        rows = [[score, *[f"{tests[n][score]['median_rho']:+.2f} (p {_fmt_p(tests[n][score]['p'])})"
+                          if score in tests[n] else "–" for n in both]] for score in CLAIM_SCORES]  # fmt: skip
+        lines += [f"`{study}` (the authors' definitions) beside `{match[0]}` (ours), on the "
+                  f"{_size(both[study])} both hold: median ρ over tasks (exact joint-permutation p).", ""]  # fmt: skip
+        lines += _table(["score", f"ours ({match[0]})", f"authors' ({study})"], rows)
+        lines += [""]
+    return lines
 
 
 def write_results(folder: str | Path, out_dir: str | Path) -> Path:
