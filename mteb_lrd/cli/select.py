@@ -31,7 +31,8 @@ examples:
       --tasks STSBenchmark,SICK-R,DrugReviewSentiment --max-pairs 200 --out results/sel
   mteb-lrd select --models default,./my-st-model,./other-model --tasks STSBenchmark --max-pairs 40 --out results/sel
   mteb-lrd select --models ./my-st-model ./other-model --report-only --out results/sel
-  mteb-lrd select --reproduce authors --scores-from results/selection --out results/selection-authors
+  mteb-lrd select --models default,./my-st-model,./other-model --tasks STSBenchmark --max-pairs 40 \\
+      --reproduce authors --scores-from results/sel --out results/sel-authors    # MTEB scores read from results/sel
 
 Each (model, task) cell is recorded in OUT/records as soon as it finishes; a rerun resumes.
 The report is OUT/selection.md + selection.html + scatter_*.png; OUT/selection.json has every number.
