@@ -30,6 +30,7 @@ from mteb_lrd.studies.runner import (
     read_record,
     record_path,
     run_cells,
+    scratch_path,
     task_texts,
 )
 
@@ -74,13 +75,19 @@ def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: in
 
 
 def measure_selection_cell(
-    model: StudyModel, task: Any, options: CellOptions, scores_from: str | Path | None = None
+    model: StudyModel,
+    task: Any,
+    options: CellOptions,
+    scores_from: str | Path | None = None,
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
 
     ``reproduce="authors"`` also means no prompt for LRD (the authors use none). With
     ``scores_from`` (a study folder), the main score is read from its record of the cell when it
-    scored the same texts (:func:`borrowed_score`).
+    scored the same texts (:func:`borrowed_score`). With ``scratch`` (the cell's
+    :func:`~mteb_lrd.studies.runner.scratch_path`), the extraction passes keep their shards there, so
+    an interrupted cell resumes them.
     """
     instance = task()
     texts = task_texts(instance, options.text_order)
@@ -94,6 +101,7 @@ def measure_selection_cell(
         batch_size=options.batch_size,
         reproduce=options.reproduce,
         prompt=prompt,
+        cache_dir=None if scratch is None else scratch / "profile",
         **options.lrd_kwargs,
     )
     result = cell.dynamics.result
@@ -104,7 +112,7 @@ def measure_selection_cell(
     score = borrowed_score(scores_from, model, task, len(texts)) if scores_from is not None else None
     encoder = None
     if score is None:
-        encoder = mteb_encoder(model)
+        encoder = mteb_encoder(model, cache_dir=None if scratch is None else scratch / "scoring")
         if options.reproduce == "ours":  # the authors' last-token rule makes the profile's outputs differ
             encoder = KnownVectors(encoder, profile_outputs(cell, prompt))
         score = mteb_score(encoder, instance, batch_size=options.batch_size)
@@ -163,8 +171,10 @@ def run_selection_study(
     """
     options = CellOptions() if options is None else options
 
-    def measure(model: StudyModel, _name: str, task: type) -> dict[str, Any]:
-        record = measure_selection_cell(model, task, options, scores_from)
+    def measure(model: StudyModel, name: str, task: type) -> dict[str, Any]:
+        record = measure_selection_cell(
+            model, task, options, scores_from, scratch_path(out_dir, model.name, name)
+        )
         logger.info(f"  main {record['main_score']:.4f}, d0L {record['scores']['frenet_d0L']:.3f}")
         return record
 

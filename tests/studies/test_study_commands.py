@@ -278,3 +278,42 @@ def test_a_second_study_reads_the_main_scores_of_the_first(
             model, tiny_task, CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K), scores_from=ours
         )
     assert "scored on other settings" in caplog.text
+
+
+def test_an_interrupted_selection_cell_resumes_its_extraction(
+    tmp_path, tiny_task, tiny_model_dir, monkeypatch
+):
+    """The cell's extraction shards wait in its scratch folder: a rerun after a failure in scoring
+    runs no forward pass for the profile again, and the folder goes once the record is written."""
+    from mteb_lrd.studies import selection
+    from mteb_lrd.studies.runner import read_record, record_path, scratch_path
+
+    model = _decoder(tiny_model_dir, "llama", 4)
+    options = CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K)
+    scoring = selection.mteb_score
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(selection, "mteb_score", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        selection.run_selection_study([model], {"TinySTS": tiny_task}, tmp_path, options)
+    scratch = scratch_path(tmp_path, model.name, "TinySTS")
+    assert list((scratch / "profile").rglob("*.npz"))
+    monkeypatch.setattr(selection, "mteb_score", scoring)
+
+    def forwards_of_a_run(out):
+        forwards = []
+        handle = model.model.get_input_embeddings().register_forward_hook(lambda *_: forwards.append(1))
+        try:
+            selection.run_selection_study([model], {"TinySTS": tiny_task}, out, options)
+        finally:
+            handle.remove()
+        return len(forwards)
+
+    resumed, fresh = forwards_of_a_run(tmp_path), forwards_of_a_run(tmp_path / "fresh")
+    assert resumed == fresh - 1  # the profile's one batch (10 texts, batch size 32) came from the cache
+    record = read_record(record_path(tmp_path, model.name, "TinySTS"))
+    assert record == {**read_record(record_path(tmp_path / "fresh", model.name, "TinySTS")), "run": record["run"],
+                      "mteb_seconds": record["mteb_seconds"]}  # fmt: skip
+    assert not scratch.exists()
