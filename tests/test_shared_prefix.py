@@ -106,8 +106,8 @@ def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_
         scores = {tuple(b): _main_score(variants.encoder(b), task) for b in [[], *_sets()]}
     finally:
         handle.remove()
-    # two columns, each encoded once by the full model and once per variant (one batch per 4 texts)
-    assert len(forwards) == 2 * 4 * (1 + len(_sets()))
+    # the second column holds the first's 16 sentences: one encoding by the full model and each variant
+    assert len(forwards) == 4 * (1 + len(_sets()))
     assert scores[()] == pytest.approx(
         _main_score(SentenceTransformerEncoderWrapper(st_model), task), abs=1e-6
     )
@@ -125,7 +125,7 @@ def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_
         for path in (tmp_path / "vectors").glob("*/without-3.npy"):
             path.unlink()  # as if the run had stopped before it was moved in
         assert (
-            _main_score(again.encoder([2, 4]), task) == scores[(2, 4)] and len(forwards) == 2 * 4 * 2
+            _main_score(again.encoder([2, 4]), task) == scores[(2, 4)] and len(forwards) == 4 * 2
         )  # full model + [3]
         assert _main_score(again.encoder([3]), task) == scores[(3,)]
     finally:
@@ -155,3 +155,38 @@ def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
     assert ours != pytest.approx(
         _main_score(PrunedVariants(plain, [[3]], tmp_path / "v2").encoder([3]), task), abs=1e-4
     )
+
+
+def test_the_expected_texts_are_encoded_together_in_resumable_chunks(st_model, texts, tmp_path, monkeypatch):
+    """Both columns' texts in one encoding (each distinct text once), chunk by chunk: an encoding
+    interrupted after two chunks recomputes only the others."""
+    from mteb_lrd.integration import pruned_variants
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+
+    one, two = texts[:10], texts[6:]  # 16 distinct texts, 4 in both
+    calls = []
+    original = pruned_variants.encode_variants
+
+    def failing_third(model, part, *args, **kwargs):
+        calls.append(len(part))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(model, part, *args, **kwargs)
+
+    monkeypatch.setattr(pruned_variants, "encode_variants", failing_third)
+    variants = PrunedVariants(st_model, [[3]], tmp_path / "v", batch_size=4, texts=one + two, chunk_texts=5)
+    with pytest.raises(KeyboardInterrupt):
+        variants.vectors((3,), one, None)
+    calls.clear()
+    monkeypatch.setattr(
+        pruned_variants, "encode_variants", lambda *a, **k: calls.append(len(a[1])) or original(*a, **k)
+    )
+    first = variants.vectors((3,), one, None)
+    assert calls == [5, 1]  # chunks 3 and 4 of 16 texts (5, 5, 5, 1); the first two were kept
+    calls.clear()
+    second = variants.vectors((3,), two, None)
+    assert not calls  # the second column came with the first
+    pruned = prune(st_model, [3])
+    np.testing.assert_allclose(first, pruned.encode(one), atol=2e-5)
+    np.testing.assert_allclose(second, pruned.encode(two), atol=2e-5)
+    assert not list((tmp_path / "v").rglob("chunks/*/*.npz"))  # chunks go once the files are whole

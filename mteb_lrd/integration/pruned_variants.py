@@ -2,15 +2,16 @@
 
 :meth:`PrunedVariants.encoder` gives mteb one encoder per variant: mteb's own
 ``SentenceTransformerEncoderWrapper`` (prompts, similarity, scores) whose ``encode`` reads the
-variant's vectors. The first run that meets a text list encodes it with every variant at once
+variant's vectors. The first run that meets a text encodes it, with every text the study expects
+(both columns of an STS task: each distinct text once), by every variant at once
 (:func:`~mteb_lrd.pruning.shared_prefix.encode_variants`: the blocks before a variant's first removed
-block run once for all) and moves each variant's vectors, one whole file each, into a folder; the
-other variants' runs, and a resumed study (which may ask for fewer variants), read them from there.
+block run once for all), chunk by chunk so that an interrupted encoding resumes, and then moves each
+variant's vectors, one whole file each, into a folder; the other variants' runs, and a resumed study
+(which may ask for fewer variants), read them from there.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 from collections.abc import Sequence
@@ -21,9 +22,10 @@ import numpy as np
 from mteb.models import SentenceTransformerEncoderWrapper
 
 from mteb_lrd import _compat
+from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.integration.plain_prompt import plain_run_prompt
 from mteb_lrd.integration.protocols import read_texts
-from mteb_lrd.io import atomic_write_bytes, content_key, temporary_folder, texts_digest
+from mteb_lrd.io import content_key, temporary_folder, texts_digest
 from mteb_lrd.pruning.rules import block_key
 from mteb_lrd.pruning.shared_prefix import BlockSet, encode_variants
 
@@ -36,21 +38,37 @@ class PrunedVariants:
     Args:
         model: a SentenceTransformer (left unchanged between calls).
         block_sets: the blocks each variant removes (the full model, ``()``, is always served).
-        directory: where each encoded text list's vectors are kept (one ``.npy`` per variant).
+        directory: where the vectors are kept: per prompt and text pool, one ``.npy`` per variant.
         batch_size: texts per forward pass.
+        texts: the texts mteb will ask for (e.g. both columns of an STS task): a call whose texts
+            are all among them encodes every one of them at once, each distinct text once, and the
+            other calls are served from that; ``None``: each call's own texts.
+        chunk_texts: texts per resumable chunk (an interrupted encoding recomputes at most one).
 
     Raises:
         ValueError: for a block set the model cannot lose (see
-            :func:`~mteb_lrd.pruning.shared_prefix.encode_variants`).
+            :func:`~mteb_lrd.pruning.shared_prefix.encode_variants`), or a chunk size below 1.
     """
 
     def __init__(
-        self, model: Any, block_sets: Sequence[Sequence[int]], directory: str | Path, *, batch_size: int = 32
+        self,
+        model: Any,
+        block_sets: Sequence[Sequence[int]],
+        directory: str | Path,
+        *,
+        batch_size: int = 32,
+        texts: Sequence[str] | None = None,
+        chunk_texts: int = 512,
     ) -> None:
+        if isinstance(chunk_texts, bool) or not isinstance(chunk_texts, int) or chunk_texts < 1:
+            raise ValueError(f"chunk_texts must be a positive integer, got {chunk_texts!r}")
         self.model = model
         self.block_sets: list[BlockSet] = [(), *sorted({tuple(sorted(b)) for b in block_sets if len(b)})]
         self.directory = Path(directory)
         self.batch_size = batch_size
+        self.chunk_texts = chunk_texts
+        self.expected = None if texts is None else frozenset(texts)
+        self._index: tuple[Path, dict[str, int]] | None = None
 
     def encoder(self, blocks: Sequence[int]) -> SentenceTransformerEncoderWrapper:
         """The mteb encoder of the variant without ``blocks`` (``[]``: the full model)."""
@@ -62,38 +80,53 @@ class PrunedVariants:
 
     def vectors(self, blocks: BlockSet, texts: list[str], prompt: str | None) -> np.ndarray:
         """``(len(texts), D)``: the vectors of ``texts`` by the variant without ``blocks``."""
+        pool = self._pool(texts)
         folder = self.directory / content_key({
-            "texts": texts_digest(texts), "prompt": prompt, "batch_size": self.batch_size,
+            "texts": texts_digest(pool), "prompt": prompt, "batch_size": self.batch_size,
             "max_seq_length": getattr(self.model, "max_seq_length", None),
         })  # fmt: skip
         missing = [b for b in self.block_sets if not (folder / f"{_file_name(b)}.npy").is_file()]
-        if missing or not (folder / "codes.npy").is_file():
-            self._encode(folder, texts, prompt, missing)
-        codes = np.load(folder / "codes.npy")
-        return np.asarray(np.load(folder / f"{_file_name(blocks)}.npy", mmap_mode="r")[codes])
+        if missing:
+            self._encode(folder, pool, prompt, missing)
+        if self._index is None or self._index[0] != folder:
+            self._index = (folder, {text: row for row, text in enumerate(pool)})
+        rows = np.fromiter((self._index[1][t] for t in texts), dtype=np.int64, count=len(texts))
+        return np.asarray(np.load(folder / f"{_file_name(blocks)}.npy", mmap_mode="r")[rows])
 
-    def _encode(self, folder: Path, texts: list[str], prompt: str | None, block_sets: list[BlockSet]) -> None:
-        """Encode ``texts`` with the full model and ``block_sets``; each file moves into ``folder``
-        whole (a variant's file, then the codes), so a folder only ever holds complete files."""
-        folder.mkdir(parents=True, exist_ok=True)
+    def _pool(self, texts: list[str]) -> list[str]:
+        """The distinct texts to encode for a call, in the model's length order (longest first)."""
+        wanted = self.expected if self.expected is not None and self.expected.issuperset(texts) else texts
+        length = _compat.input_length(self.model) or len
+        return sorted(set(wanted), key=lambda t: (-length(t), t))
+
+    def _encode(self, folder: Path, pool: list[str], prompt: str | None, block_sets: list[BlockSet]) -> None:
+        """Encode ``pool`` with ``block_sets`` chunk by chunk (each chunk kept in ``folder/chunks`` until
+        every chunk is done), then move each variant's file into ``folder`` whole."""
+        chunks = ArrayCache(folder / "chunks")
         scratch = temporary_folder(self.directory, ".encoding-")
-        maps: list[np.memmap] = []
-
-        def allocate(blocks: BlockSet, shape: tuple[int, int]) -> np.ndarray:
-            path = scratch / f"{_file_name(blocks)}.npy"
-            maps.append(np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape))
-            return maps[-1]
-
+        names = [_file_name(b) for b in block_sets]
+        files: dict[str, np.memmap] = {}
         try:
-            codes, _ = encode_variants(self.model, texts, block_sets, prompt=prompt,
-                                       batch_size=self.batch_size, allocate=allocate)  # fmt: skip
-            for array in maps:
+            for start in range(0, len(pool), self.chunk_texts):
+                part = pool[start : start + self.chunk_texts]
+                key = f"chunk-{start}-{texts_digest(part)[:16]}-{content_key({'names': names})[:16]}"
+                arrays = chunks.load(key, rows=len(part))
+                if arrays is None:
+                    codes, out = encode_variants(
+                        self.model, part, block_sets, prompt=prompt, batch_size=self.batch_size
+                    )
+                    arrays = {_file_name(b): out[b][codes] for b in block_sets}
+                    chunks.save(key, arrays, rows=len(part))
+                for name in names:
+                    if name not in files:
+                        shape = (len(pool), arrays[name].shape[1])
+                        files[name] = np.lib.format.open_memmap(scratch / f"{name}.npy", mode="w+",
+                                                                dtype=np.float32, shape=shape)  # fmt: skip
+                    files[name][start : start + len(part)] = arrays[name]
+            for name, array in files.items():
                 array.flush()
-            for path in scratch.glob("*.npy"):
-                os.replace(path, folder / path.name)
-            buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, codes)
-            atomic_write_bytes(folder / "codes.npy", buffer.getvalue())  # last: the folder is complete
+                os.replace(scratch / f"{name}.npy", folder / f"{name}.npy")
+            shutil.rmtree(folder / "chunks", ignore_errors=True)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

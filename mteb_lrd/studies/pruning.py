@@ -127,7 +127,7 @@ def measure_pruning_cell(
                for size in pruning.all_subsets}  # fmt: skip
     block_sets = [c["blocks"] for c in choices] + [b for sets in subsets.values() for b in sets]
     done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, partial_path,
-                           options.batch_size, speed_cache, pruning.shared_prefix)  # fmt: skip
+                           options.batch_size, speed_cache, pruning.shared_prefix, texts)  # fmt: skip
     base = done[""]
     for choice in choices:
         scored_variant = done[block_key(choice["blocks"])]
@@ -195,13 +195,15 @@ def _score_variants(
     batch_size: int,
     speed_cache: dict[int, float],
     shared_prefix: bool = True,
+    task_texts: Sequence[str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct block set, resuming from (and
     recording to) ``partial_path`` after each; ``speed_texts`` are timed.
 
     With ``shared_prefix`` a SentenceTransformer's variants are encoded together
     (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept beside
-    ``partial_path`` until the cell is done); otherwise each variant is a pruned copy encoded on its own.
+    ``partial_path`` until the cell is done; ``task_texts``, the task's distinct texts, are encoded
+    together); otherwise each variant is a pruned copy encoded on its own.
     """
     from mteb_lrd.integration.pruned_variants import PrunedVariants
 
@@ -212,7 +214,7 @@ def _score_variants(
     if shared_prefix and model.tokenizer is None:
         folder = partial_path.with_name(partial_path.name.replace(".partial.json", ".vectors"))
         pending = [b for b in distinct if block_key(b) not in done]
-        shared = PrunedVariants(model.model, pending, folder, batch_size=batch_size)
+        shared = PrunedVariants(model.model, pending, folder, batch_size=batch_size, texts=task_texts)
     for blocks in distinct:
         key = block_key(blocks)
         if key in done:
