@@ -39,6 +39,7 @@ from mteb_lrd.studies.runner import (
     read_record,
     record_path,
     run_cells,
+    scratch_path,
     task_texts,
     write_record,
 )
@@ -108,6 +109,7 @@ def measure_pruning_cell(
     options: CellOptions,
     pruning: PruneStudyOptions,
     speed_cache: dict[int, float],
+    scratch: Path | None = None,
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell.
 
@@ -115,12 +117,15 @@ def measure_pruning_cell(
         model / task: the cell. partial_path: where finished variants are recorded (resumable).
         options / pruning: how the cell is measured and what is compared.
         speed_cache: speed-up per number of removed blocks of this model (timed once per count).
+        scratch: the cell's :func:`~mteb_lrd.studies.runner.scratch_path` (its profile's extraction
+            shards wait there, so an interrupted cell resumes them).
     """
     texts = task_texts(task(), options.text_order)
     policy = "none" if options.reproduce == "authors" else options.prompt_policy
     prompt = lrd_prompt(model, task.metadata, policy)
     cell = profile_cell(model, texts, caps=options.caps, seed=options.seed, batch_size=options.batch_size,
-                        reproduce=options.reproduce, prompt=prompt)  # fmt: skip
+                        reproduce=options.reproduce, prompt=prompt,
+                        cache_dir=None if scratch is None else scratch / "profile")  # fmt: skip
     rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
     subsets = {size: candidate_block_sets(cell.states.shape[0], size, pruning.protect, pruning.mapping)  # type: ignore[arg-type]
@@ -269,9 +274,8 @@ def run_prune_study(
 
     def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
         partial = record_path(out_dir, model.name, task_name, partial=True)
-        return measure_pruning_cell(
-            model, task, partial, options, pruning, speed_caches.setdefault(model.name, {})
-        )
+        return measure_pruning_cell(model, task, partial, options, pruning, speed_caches.setdefault(model.name, {}),
+                                    scratch_path(out_dir, model.name, task_name))  # fmt: skip
 
     return run_cells(models, tasks, out_dir, measure, max_length=options.max_length,
                      decoder_template=options.decoder_template)  # fmt: skip

@@ -195,3 +195,29 @@ def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, ti
         for key, delta in records[False]["subsets"][size].items():
             assert records[True]["subsets"][size][key] == pytest.approx(delta, abs=1e-6), key
     assert len(records[True]["subsets"]["2"]) == len(candidate_block_sets(10, 2)) == math.comb(4, 2)
+
+
+def test_an_interrupted_prune_cell_keeps_its_profile_until_the_record_is_written(
+    tmp_path,
+    tiny_task,  # noqa: F811
+    monkeypatch,
+):
+    from mteb_lrd.studies import pruning
+    from mteb_lrd.studies.runner import load_study_model, read_record, record_path, scratch_path
+    from tests.tiny_models import build_tiny_sentence_transformer
+
+    model = load_study_model(str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)))
+    options = (CellOptions(caps=Caps(20, 20, 20)), PruneStudyOptions(budgets=(0.2,), speed_texts=8))
+    scoring = pruning._score_variants
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pruning, "_score_variants", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pruning.run_prune_study([model], {"TinySTS": tiny_task}, tmp_path / "out", *options)
+    scratch = scratch_path(tmp_path / "out", "st8", "TinySTS")
+    assert list((scratch / "profile").rglob("*.npz"))
+    monkeypatch.setattr(pruning, "_score_variants", scoring)
+    pruning.run_prune_study([model], {"TinySTS": tiny_task}, tmp_path / "out", *options)
+    assert read_record(record_path(tmp_path / "out", "st8", "TinySTS")) is not None and not scratch.exists()
