@@ -175,5 +175,6 @@ def test_an_authors_study_is_compared_with_ours_on_the_cells_both_hold(tmp_path)
     )
     d0l = next(line for line in section.splitlines() if line.startswith("| frenet_d0L"))
     assert d0l.startswith("| frenet_d0L | +1.00 (p ") and "| -1.00 (p " in d0l
+    assert "equal under both in 0 of 15 cells" in section  # d0L differs in every cell
     claims = text[: text.index("## Where we differ")]
     assert "select-authors" not in claims  # the authors' study tests no claim
