@@ -131,8 +131,10 @@ def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_pat
                 ]
                 choices += [{"method": "random", "budget": budget, "seed": s, "blocks": [4], "delta": -0.05,
                              "speedup": 1.2} for s in range(3)]  # fmt: skip
+            if model == "e":  # one model's 20 % removes two blocks
+                choices = [{**c, "blocks": [*c["blocks"], 6]} if c["budget"] == 0.2 else c for c in choices]
             records.append({"model": {"name": model, "family": "F", "kind": "decoder"}, "task": task,
-                            "base_score": 0.7, "n_texts": 50, "choices": choices,
+                            "base_score": 0.7, "n_texts": 50, "choices": choices, "settings": {"protect": 2},
                             "subsets": {"1": {"3": -0.01, "4": -0.05, "5": -0.02}}})  # fmt: skip
     write_rows(tmp_path / "records" / "prune.csv", tidy_rows(records, "prune"))
     text = write_results(tmp_path / "records", tmp_path / "docs").read_text()
@@ -154,6 +156,8 @@ def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_pat
         "mean Δ − Random -0.0300 (all budgets)"
         in rows["NRS does not transfer (no gain over Random, all budgets)"]
     )
+    assert "the share of the candidate blocks (those left after protecting 2 at each end) removed" in text
+    assert "| method | 5% (1 block) | 15% (1 block) | 20% (1–2 blocks) |" in text
     assert "at 3 of 3 budgets" in rows["GFMI has the best median change at every budget"]
     assert "| frenet | 1 | 83.333 | 5 | 10 |" in text  # the best of three sets: (2 below + ½ tie) / 3
     assert (tmp_path / "docs" / "figures" / "results-prune-pruning.png").stat().st_size > 5000

@@ -25,6 +25,7 @@ __all__ = [
     "holm",
     "joint_permutation",
     "minimum_detectable_rho",
+    "minimum_sign_flip_units",
     "permutation_spearman",
     "sign_flip",
     "spearman_difference",
@@ -238,3 +239,16 @@ def minimum_detectable_rho(n: int, alpha: float = 0.05) -> float:
     magnitudes = np.abs(rho)
     candidates = [m for m in np.unique(magnitudes) if np.mean(magnitudes >= m - 1e-12) <= alpha]
     return float(min(candidates)) if candidates else float("nan")
+
+
+def minimum_sign_flip_units(alpha: float = 0.05) -> int:
+    """The fewest units (models) at which the exact two-sided :func:`sign_flip` can reach
+    ``p <= alpha``: its smallest p over ``m`` units, all differences of one sign, is ``2 / 2^m``.
+    With fewer units no data can decide (at 0.05: 6 models, smallest p 2 / 64).
+
+    Raises:
+        ValueError: ``alpha`` outside (0, 1).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+    return max(1, math.ceil(1 - math.log2(alpha)))

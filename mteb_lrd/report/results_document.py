@@ -13,7 +13,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from mteb_lrd.io import atomic_write_text
-from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho
+from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho, minimum_sign_flip_units
 from mteb_lrd.report.plots import save_png
 from mteb_lrd.report.studies import (
     exhaustive_cells_table,
@@ -266,13 +266,45 @@ def _selection_section(study: str, analysis: Mapping[str, Any], records: list[di
     return [*lines, ""]
 
 
-def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]]) -> list[str]:
+def _budget_sizes(records: list[dict[str, Any]]) -> dict[float, str]:
+    """How many blocks each budget removed, over every choice of every cell (``"1"`` or ``"1–2"``)."""
+    found: dict[float, set[int]] = {}
+    for record in records:
+        for choice in record.get("choices", ()):
+            found.setdefault(float(choice["budget"]), set()).add(len(choice["blocks"]))
+    return {b: _span(n) for b, n in found.items()}
+
+
+def _span(values: set[int]) -> str:
+    """``"3"`` for one value, ``"1–2"`` for a range."""
+    return "–".join(dict.fromkeys(map(str, (min(values), max(values)))))
+
+
+def _blocks(count: str) -> str:
+    return f"{count} block" if count == "1" else f"{count} blocks"
+
+
+def _candidates_phrase(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Which candidate blocks a pruning study's rows chose among, in words (empty when not recorded)."""
+    options = [json.loads(r["options"] or "{}") for r in rows]
+    found = {int(o["protect"]) for o in options if o.get("protect") is not None}
+    if not found:
+        return ""
+    return f" (those left after protecting {_span(found)} at each end)"
+
+
+def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]],
+                     candidates: str) -> list[str]:  # fmt: skip
     table, budgets = analysis["table"], [f"{b:g}" for b in analysis["budgets"]]
-    lines = [f"## Layer pruning (`{study}`)", "", f"{_size(records)}. Mean score change per budget (p: sign flip "
+    lines = [f"## Layer pruning (`{study}`)", "", f"{_size(records)}. Mean score change per budget, the share of "
+             f"the candidate blocks{candidates} removed, rounded up (p: sign flip "
              "over models against Random at that budget):", ""]  # fmt: skip
     rows = [[m, *[f"{table[m][b]['mean']:+.4f} (p {_fmt_p(table[m][b]['model_p_vs_random'])})" for b in budgets]]
             for m in analysis["methods"]]  # fmt: skip
-    lines += _table(["method", *[f"{float(b):.0%}" for b in budgets]], rows)
+    sizes = _budget_sizes(records)
+    lines += _table(
+        ["method", *[f"{float(b):.0%} ({_blocks(sizes.get(float(b), '?'))})" for b in budgets]], rows
+    )
     summary = (analysis.get("exhaustive") or {}).get("summary") or []
     if summary:
         lines += ["", "Each method's choice among every candidate set of its size (mid-rank percentile; 50 = the "
@@ -302,7 +334,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
             continue
         if any("choices" in r for r in records):
             found, analysis = _pruning_claims(study, records)
-            sections += _pruning_section(study, analysis, records)
+            sections += _pruning_section(study, analysis, records, _candidates_phrase(rows))
             path = f"figures/results-{study}-pruning.png"
             sections += [f"![mean score change per budget]({path})", ""]
             figures[path] = pruning_change_figure(analysis)
@@ -332,7 +364,10 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
         "methods within one model, over its test pairs.", "",
         f"**What a panel can decide**: with exact permutation tests the smallest |ρ| that can reach p < {ALPHA} "
         f"is {detectable[9]:.2f} with 9 models and {detectable[5]:.2f} with 5 (every order counted); a claim "
-        "whose true correlation is weaker stays undecided whatever the data.", "",
+        "whose true correlation is weaker stays undecided whatever the data. The exact sign flip over models "
+        f"behind the pruning rows needs at least {minimum_sign_flip_units(ALPHA)} models (its smallest p over m "
+        "models is 2 / 2^m): on fewer, the pruning claims are undecided by design, and each rule's percentile "
+        "among every candidate set of its size is what the records show.", "",
     ]  # fmt: skip
     lines += (
         _claims_table(claims)

@@ -185,3 +185,21 @@ def test_minimum_detectable_rho_by_hand():
     assert permutation_spearman(x, y).p <= 0.05
     with pytest.raises(ValueError, match="n must be"):
         minimum_detectable_rho(2)
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.25, 0.2, 0.01, 0.5])
+def test_minimum_sign_flip_units_is_where_sign_flip_first_decides(alpha):
+    from mteb_lrd.metrics.permutation import minimum_sign_flip_units, sign_flip
+
+    m = minimum_sign_flip_units(alpha)
+    assert sign_flip(np.ones(m)).p <= alpha  # all models one way: the smallest p there is
+    if m > 1:
+        assert sign_flip(np.ones(m - 1)).p > alpha
+
+
+def test_minimum_sign_flip_units_by_hand():
+    from mteb_lrd.metrics.permutation import minimum_sign_flip_units
+
+    assert minimum_sign_flip_units(0.05) == 6  # 2/32 = 0.0625 at five models, 2/64 at six
+    with pytest.raises(ValueError, match="alpha must be"):
+        minimum_sign_flip_units(0.0)
