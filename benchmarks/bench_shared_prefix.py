@@ -5,7 +5,8 @@ Prints, for one SentenceTransformer on STS Benchmark dev pairs, the variants bei
   separate   the full model and each pruned copy encode the texts of both columns on their own
              (what the prune study did before: one copy and one encode per variant)
   shared     mteb_lrd.pruning.shared_prefix.encode_variants: one pass of the full model per batch of
-             distinct texts, each variant running only its blocks after its first removed one
+             distinct texts, each single-block variant running only its blocks after its removed one,
+             each pair (a, b) only those after b, from the state variant (a,) had there
 and the ratio separate / shared, the blocks run per text by each, and the largest difference between
 the two sets of vectors.
 
@@ -35,6 +36,11 @@ from mteb_lrd.pruning.rules import candidate_block_sets  # noqa: E402
 from mteb_lrd.pruning.shared_prefix import encode_variants  # noqa: E402
 
 
+def _resumed_at(blocks: list[int], num_blocks: int) -> int:
+    """The block a variant resumes after: its last one, unless nothing runs after it (then its first)."""
+    return blocks[-1] if blocks[-1] < num_blocks - 1 else blocks[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -62,7 +68,7 @@ def main() -> None:
 
     diff = max(float(np.abs(shared[key][codes] - vectors).max()) for key, vectors in separate.items())
     blocks_separate = num_blocks + sum(num_blocks - len(b) for b in sets)
-    blocks_shared = num_blocks + sum(num_blocks - b[0] - len(b) for b in sets)
+    blocks_shared = num_blocks + sum(num_blocks - 1 - _resumed_at(b, num_blocks) for b in sets)
     distinct = len(set(texts))
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads "
           f"{__import__('torch').get_num_threads()}")  # fmt: skip

@@ -27,19 +27,25 @@ def _sets():
     return [list(c) for size in (1, 2) for c in combinations(CANDIDATES, size)]
 
 
+# (2, 3, 4) resumes from (2, 3); (2, 6) from the full model ((2,) keeps no block after 6);
+# (5, 6) keeps none after 5; (1, 5) has no parent but the full model
+DEEPER = [[2, 3, 4], [2, 6], [1, 5]]
+
+
 def test_every_variant_equals_its_pruned_copy(st_model, texts):
     repeated = texts + texts[:5]  # repeats are encoded once and indexed back
-    codes, vectors = encode_variants(st_model, repeated, _sets(), prompt="q: ", batch_size=4)
+    sets = _sets() + DEEPER
+    codes, vectors = encode_variants(st_model, repeated, sets, prompt="q: ", batch_size=4)
     assert len(vectors[()]) == len(texts) and len(codes) == len(repeated)
     expected = st_model.encode(repeated, prompt="q: ", batch_size=4)
     np.testing.assert_allclose(vectors[()][codes], expected, atol=2e-5)
-    for blocks in _sets():
+    for blocks in sets:
         pruned = prune(st_model, blocks).encode(repeated, prompt="q: ", batch_size=4)
         np.testing.assert_allclose(vectors[tuple(blocks)][codes], pruned, atol=2e-5, err_msg=str(blocks))
         assert not np.allclose(pruned, expected, atol=1e-3)  # the variants do differ from the full model
 
 
-def test_each_variant_runs_only_its_blocks_after_its_first_removed_one(st_model, texts):
+def test_each_variant_runs_only_its_blocks_after_its_last_removed_one(st_model, texts):
     blocks = st_model[0].auto_model.layers if hasattr(st_model[0].auto_model, "layers") else None
     blocks = blocks if blocks is not None else st_model[0].auto_model.encoder.layer
     calls = [0] * NUM_LAYERS
@@ -48,13 +54,18 @@ def test_each_variant_runs_only_its_blocks_after_its_first_removed_one(st_model,
         for i, b in enumerate(blocks)
     ]
     try:
-        encode_variants(st_model, texts, _sets(), batch_size=len(texts))  # one batch
+        encode_variants(st_model, texts, _sets() + DEEPER, batch_size=len(texts))  # one batch
     finally:
         for handle in handles:
             handle.remove()
-    expected = [1 + sum(1 for s in _sets() if j > min(s) and j not in s) for j in range(NUM_LAYERS)]
-    assert calls == expected
-    assert sum(calls) < NUM_LAYERS * (1 + len(_sets())) - sum(len(s) for s in _sets())  # separate passes
+    # every 1- and 2-block set runs the blocks after its last removed one (its single-block prefix
+    # holds the state there); (2, 3, 4) those after 4; (2, 6) and (1, 5) those after 2 and 1
+    sets, starts = _sets() + DEEPER, [max(s) for s in _sets()] + [4, 2, 1]
+    assert calls == [
+        1 + sum(j > b and j not in s for s, b in zip(sets, starts, strict=True)) for j in range(NUM_LAYERS)
+    ]
+    from_first = [1 + sum(j > min(s) and j not in s for s in sets) for j in range(NUM_LAYERS)]
+    assert sum(calls) < sum(from_first)  # resuming every set from its first removed block costs more
 
 
 def test_resumed_from_restores_the_model(st_model, texts):

@@ -1,9 +1,12 @@
 """Every pruned variant of a SentenceTransformer from one pass over the blocks they share.
 
 A model without the blocks ``S`` computes what the full model computes up to its first removed
-block ``m = min(S)``: the input of block ``m``. So one forward pass of the full model per batch keeps
-the input of each block a variant starts from, and each variant then runs only its kept blocks after
-``m``, from that input (:func:`resumed_from`). Removing blocks before ``m`` as well keeps the surgery
+block ``m = min(S)``: the input of block ``m``. More generally, ``S`` and any variant ``P`` whose blocks
+are the first ones of ``S`` (``(3,)`` for ``(3, 7)``) compute the same input of the next block of ``S``
+(block 7). So the variants form a tree rooted at the full model: each variant's pass keeps the inputs
+its children start from, and each child runs only its kept blocks after that point, from that input
+(:func:`resumed_from`). With every 1- and 2-block set a pair ``(a, b)`` costs the blocks after ``b``
+instead of those after ``a``. Removing the blocks before the starting point as well keeps the surgery
 of :mod:`mteb_lrd.pruning.surgery` (block numbering, attention types) for the blocks that do run.
 """
 
@@ -96,9 +99,55 @@ def resumed_from(model: object, state: torch.Tensor, removed: Sequence[int]) -> 
 def _checked_sets(block_sets: Sequence[Sequence[int]], num_blocks: int) -> list[BlockSet]:
     sets = {tuple(validate_blocks(list(b), num_blocks)) for b in block_sets if len(b)}
     for blocks in sets:
-        if all(i in blocks for i in range(blocks[0], num_blocks)):
+        if _runs_after(blocks, blocks[0], num_blocks) is None:
             raise ValueError(f"block set {list(blocks)} removes every block after {blocks[0]}")
     return [(), *sorted(sets)]
+
+
+def _runs_after(blocks: BlockSet, start: int, num_blocks: int) -> int | None:
+    """The first block after ``start`` that ``blocks`` keeps (``None``: it keeps none)."""
+    return next((i for i in range(start + 1, num_blocks) if i not in blocks), None)
+
+
+class _VariantTree:
+    """The variants as a tree: each one's parent is the longest of its prefixes among the variants from
+    whose next block on something still runs (the full model ``()`` at least, as :func:`_checked_sets`
+    guarantees); a child resumes from its parent's input of that block."""
+
+    def __init__(self, sets: list[BlockSet], blocks: nn.ModuleList) -> None:
+        present, num_blocks = set(sets), len(blocks)
+        self.sets, self.blocks = sets, blocks
+        self.parents = {
+            s: next(s[:n] for n in range(len(s) - 1, -1, -1)
+                    if s[:n] in present and _runs_after(s, s[n], num_blocks) is not None)
+            for s in sets[1:]
+        }  # fmt: skip
+        self.starts: dict[BlockSet, set[int]] = {}  # per parent, the blocks its children start from
+        for child, parent in self.parents.items():
+            self.starts.setdefault(parent, set()).add(child[len(parent)])
+
+    def run(self, model: Any, features: dict[str, Any], store: _Store, rows: np.ndarray) -> None:
+        """One batch (the texts ``rows``) through every variant, parents first, into ``store``."""
+        inputs: dict[BlockSet, dict[int, torch.Tensor]] = {}
+        waiting = {parent: sum(p == parent for p in self.parents.values()) for parent in self.starts}
+        with self._keeping((), inputs):
+            store((), rows, model(dict(features)))
+        for blocks in self.sets[1:]:  # sorted: every parent comes before its children
+            parent = self.parents[blocks]
+            state = inputs[parent][blocks[len(parent)]]
+            with resumed_from(model, state, blocks[len(parent) :]), self._keeping(blocks, inputs):
+                store(blocks, rows, model(dict(features)))
+            waiting[parent] -= 1
+            if not waiting[parent]:  # its last child is done: free its states
+                del inputs[parent]
+
+    @contextmanager
+    def _keeping(self, blocks: BlockSet, inputs: dict[BlockSet, dict[int, torch.Tensor]]) -> Iterator[None]:
+        if blocks not in self.starts:
+            yield
+            return
+        with _captured_inputs(self.blocks, sorted(self.starts[blocks])) as inputs[blocks]:
+            yield
 
 
 def encode_variants(
@@ -136,8 +185,7 @@ def encode_variants(
     from sentence_transformers.util import batch_to_device
 
     located = locate(model)
-    sets = _checked_sets(block_sets, located.num_blocks)
-    starts = sorted({blocks[0] for blocks in sets if blocks})
+    tree = _VariantTree(_checked_sets(block_sets, located.num_blocks), located.blocks)
     codes, first = distinct_texts(texts)
     distinct = [texts[i] for i in first]
     length = _compat.input_length(model)
@@ -153,11 +201,7 @@ def encode_variants(
                 features = batch_to_device(
                     model.preprocess([distinct[i] for i in rows], prompt=prompt), model.device
                 )
-                with _captured_inputs(located.blocks, starts) as captured:
-                    store((), rows, model(dict(features)))
-                for blocks in sets[1:]:
-                    with resumed_from(model, captured[blocks[0]], blocks):
-                        store(blocks, rows, model(dict(features)))
+                tree.run(model, features, store, rows)
     finally:
         model.train(was_training)
     return codes, out
