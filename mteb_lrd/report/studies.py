@@ -331,7 +331,7 @@ def exhaustive_cells_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
     """The exhaustive reference per cell and size: the number of sets, the oracle, median and worst Δ."""
     header = ["model", "task", "size", "sets", "oracle Δ (blocks)", "median Δ", "worst Δ (blocks)"]
     rows = [[c["model"], c["task"], c["size"], c["n_sets"], f"{c['oracle']:+.4f} ({c['oracle_blocks']})",
-             c["median"], f"{c['worst']:+.4f} ({c['worst_blocks']})"] for c in cells]  # fmt: skip
+             f"{c['median']:+.4f}", f"{c['worst']:+.4f} ({c['worst_blocks']})"] for c in cells]  # fmt: skip
     return markdown_table(header, rows)
 
 
