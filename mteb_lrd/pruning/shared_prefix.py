@@ -12,6 +12,7 @@ of :mod:`mteb_lrd.pruning.surgery` (block numbering, attention types) for the bl
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -99,14 +100,14 @@ def resumed_from(model: object, state: torch.Tensor, removed: Sequence[int]) -> 
 def _checked_sets(block_sets: Sequence[Sequence[int]], num_blocks: int) -> list[BlockSet]:
     sets = {tuple(validate_blocks(list(b), num_blocks)) for b in block_sets if len(b)}
     for blocks in sets:
-        if _runs_after(blocks, blocks[0], num_blocks) is None:
+        if not _keeps_after(blocks, blocks[0], num_blocks):
             raise ValueError(f"block set {list(blocks)} removes every block after {blocks[0]}")
     return [(), *sorted(sets)]
 
 
-def _runs_after(blocks: BlockSet, start: int, num_blocks: int) -> int | None:
-    """The first block after ``start`` that ``blocks`` keeps (``None``: it keeps none)."""
-    return next((i for i in range(start + 1, num_blocks) if i not in blocks), None)
+def _keeps_after(blocks: BlockSet, start: int, num_blocks: int) -> bool:
+    """Whether the variant without ``blocks`` runs any block after ``start``."""
+    return any(i not in blocks for i in range(start + 1, num_blocks))
 
 
 class _VariantTree:
@@ -119,17 +120,18 @@ class _VariantTree:
         self.sets, self.blocks = sets, blocks
         self.parents = {
             s: next(s[:n] for n in range(len(s) - 1, -1, -1)
-                    if s[:n] in present and _runs_after(s, s[n], num_blocks) is not None)
+                    if s[:n] in present and _keeps_after(s, s[n], num_blocks))
             for s in sets[1:]
         }  # fmt: skip
         self.starts: dict[BlockSet, set[int]] = {}  # per parent, the blocks its children start from
         for child, parent in self.parents.items():
             self.starts.setdefault(parent, set()).add(child[len(parent)])
+        self.children = Counter(self.parents.values())
 
     def run(self, model: Any, features: dict[str, Any], store: _Store, rows: np.ndarray) -> None:
         """One batch (the texts ``rows``) through every variant, parents first, into ``store``."""
         inputs: dict[BlockSet, dict[int, torch.Tensor]] = {}
-        waiting = {parent: sum(p == parent for p in self.parents.values()) for parent in self.starts}
+        waiting = self.children.copy()
         with self._keeping((), inputs):
             store((), rows, model(dict(features)))
         for blocks in self.sets[1:]:  # sorted: every parent comes before its children
