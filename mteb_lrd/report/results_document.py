@@ -107,17 +107,24 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _claim_tests(model_level: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The claim scores' model-level tests, each with its Holm-adjusted p (over the claim scores) and
+    its verdict (the papers expect a positive correlation)."""
+    tested = {name: model_level[name] for name in CLAIM_SCORES if name in model_level}
+    adjusted = [float(p) for p in holm([t["p"] for t in tested.values()])] if tested else []
+    return {name: {**t, "p_adj": p, "verdict": _verdict(t["median_rho"] > 0, p)}
+            for (name, t), p in zip(tested.items(), adjusted, strict=True)}  # fmt: skip
+
+
 def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
     analysis = analyse_selection(records)  # records already cut to DOCUMENTED_SCORES (build_results)
     size = _size(_complete(records)[0])
-    tested = {name: analysis["model_level"][name] for name in CLAIM_SCORES if name in analysis["model_level"]}
-    adjusted = dict(zip(tested, holm([t["p"] for t in tested.values()]), strict=True)) if tested else {}
     claims = [{
         "claim": CLAIM_SCORES[name], "paper": "positive (no value published)",
         "ours": f"median ρ {t['median_rho']:+.2f} [{t['ci_low']:+.2f}, {t['ci_high']:+.2f}]",
-        "n": size, "test": "joint permutation of models over tasks", "p": t["p"], "p_adj": adjusted[name],
-        "verdict": _verdict(t["median_rho"] > 0, adjusted[name]), "study": study,
-    } for name, t in tested.items()]  # fmt: skip
+        "n": size, "test": "joint permutation of models over tasks", "p": t["p"], "p_adj": t["p_adj"],
+        "verdict": t["verdict"], "study": study,
+    } for name, t in _claim_tests(analysis["model_level"]).items()]  # fmt: skip
     against = (analysis.get("strongest") or {}).get("against") or {}
     if against:
         worst = min(against, key=lambda k: against[k]["difference"])
@@ -393,6 +400,10 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     return "\n".join(lines), figures
 
 
+def _comparison_cell(test: Mapping[str, Any]) -> str:
+    return f"{test['median_rho']:+.2f} (p {_fmt_p(test['p'])} / {_fmt_p(test['p_adj'])}, {test['verdict']})"
+
+
 def _mode_comparisons(
     ours: Mapping[str, list[dict[str, Any]]], authors: Mapping[str, list[dict[str, Any]]]
 ) -> list[str]:
@@ -420,9 +431,11 @@ def _mode_comparisons(
             lines += [f"`{study}` (the authors' definitions) beside `{match[0]}`: models with every task in both "
                       f"so far: {min(counts)}; a comparison needs 4.", ""]  # fmt: skip
             continue
-        tests = {name: analyse_selection(records)["model_level"] for name, records in both.items()}
-        rows = [[score, *[f"{tests[n][score]['median_rho']:+.2f} (p {_fmt_p(tests[n][score]['p'])})"
-                          if score in tests[n] else "–" for n in both]] for score in CLAIM_SCORES]  # fmt: skip
+        tests = {
+            name: _claim_tests(analyse_selection(records)["model_level"]) for name, records in both.items()
+        }
+        rows = [[score, *[_comparison_cell(tests[n][score]) if score in tests[n] else "–" for n in both]]
+                for score in CLAIM_SCORES]  # fmt: skip
         mode = {match[0]: "ours", study: "authors"}
         values = {name: {(r["model"]["name"], r["task"]): record_scores(r, mode[name]) for r in records}
                   for name, records in both.items()}  # fmt: skip
@@ -430,12 +443,21 @@ def _mode_comparisons(
                                     rel_tol=0, abs_tol=1e-12) for k in CLAIM_SCORES)
                    for cell in values[study])  # fmt: skip
         lines += [f"`{study}` (the authors' definitions) beside `{match[0]}` (ours), on the "
-                  f"{_size(both[study])} both hold: median ρ over tasks (exact joint-permutation p). The three "
+                  f"{_size(both[study])} both hold: median ρ over tasks, exact joint-permutation p (raw / Holm over "
+                  "the three scores) and the verdict by the rule above. The three "
                   f"claim scores are equal under both in {same} of {len(values[study])} cells (the switch changes "
                   "a decoder's last-token rule and pooling, drops a model's LRD prompt and redefines the Frenet "
                   "summaries other than d0L).", ""]  # fmt: skip
         lines += _table(["score", f"ours ({match[0]})", f"authors' ({study})"], rows)
-        lines += [""]
+        ours_v, theirs_v = (tests[n] for n in both)
+        changed = [f"{score} ({ours_v[score]['verdict']} under ours, {theirs_v[score]['verdict']} under the "
+                   "authors')" for score in CLAIM_SCORES if score in ours_v and score in theirs_v
+                   and ours_v[score]["verdict"] != theirs_v[score]["verdict"]]  # fmt: skip
+        lines += [
+            "",
+            f"Verdicts that the definitions change: {'; '.join(changed) if changed else 'none'}.",
+            "",
+        ]
     return lines
 
 
