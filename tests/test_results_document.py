@@ -192,3 +192,32 @@ def test_an_authors_study_is_compared_with_ours_on_the_cells_both_hold(tmp_path)
     )
     claims = text[: text.index("## Where we differ")]
     assert "select-authors" not in claims  # the authors' study tests no claim
+
+
+def test_an_authors_study_without_enough_shared_cells_is_named_not_tested(tmp_path):
+    ours = _selection(7, 1.0)
+    write_rows(tmp_path / "select.csv", tidy_rows(ours, "select"))
+    renamed = [
+        {**r, "reproduce": "authors", "model": {**r["model"], "name": r["model"]["name"] + "x"}} for r in ours
+    ]
+    write_rows(tmp_path / "other-authors.csv", tidy_rows(renamed, "other-authors"))
+    three = [{**r, "reproduce": "authors"} for r in ours if r["model"]["name"] in {"m0", "m1", "m2"}]
+    write_rows(tmp_path / "few-authors.csv", tidy_rows(three, "few-authors"))
+    section = render_results(tmp_path).split("## Where we differ")[1]
+    assert (
+        "`other-authors` (the authors' definitions) has no study of ours on the same cells beside it."
+        in section
+    )
+    assert "`few-authors` (the authors' definitions) beside `select`: models with every task in both so far: 3; " \
+           "a comparison needs 4." in section  # fmt: skip
+
+
+def test_cells_whose_claim_scores_agree_under_both_definitions_are_counted(tmp_path):
+    ours = _selection(7, 1.0)
+    theirs = [{**r, "reproduce": "authors",
+               "scores": {**r["scores"], "frenet_d0L": -r["scores"]["frenet_d0L"]} if r["model"]["name"] == "m0"
+               else r["scores"]} for r in ours]  # fmt: skip
+    write_rows(tmp_path / "select.csv", tidy_rows(ours, "select"))
+    write_rows(tmp_path / "select-authors.csv", tidy_rows(theirs, "select-authors"))
+    section = render_results(tmp_path).split("## Where we differ")[1]
+    assert "equal under both in 18 of 21 cells" in section  # only m0's 3 cells differ

@@ -414,50 +414,67 @@ def _mode_comparisons(
                 "reported here.", ""]  # fmt: skip
     lines: list[str] = []
     for study, theirs in authors.items():
-        cells = {(r["model"]["name"], r["task"]) for r in theirs}
-        match = max(ours.items(), key=lambda kv: len(cells & {(r["model"]["name"], r["task"]) for r in kv[1]}),
-                    default=None)  # fmt: skip
-        common = cells & {(r["model"]["name"], r["task"]) for r in _complete(match[1])[0]} if match else set()
-        if match is None or not common:
+        paired = _paired_records(theirs, ours)
+        if paired is None:
             lines += [
                 f"`{study}` (the authors' definitions) has no study of ours on the same cells beside it.",
                 "",
             ]
-            continue
-        both = {name: _complete([r for r in records if (r["model"]["name"], r["task"]) in common])[0]
-                for name, records in ((match[0], match[1]), (study, theirs))}  # fmt: skip
-        counts = [len({r["model"]["name"] for r in records}) for records in both.values()]
-        if min(counts) < 4:
-            lines += [f"`{study}` (the authors' definitions) beside `{match[0]}`: models with every task in both "
-                      f"so far: {min(counts)}; a comparison needs 4.", ""]  # fmt: skip
-            continue
-        tests = {
-            name: _claim_tests(analyse_selection(records)["model_level"]) for name, records in both.items()
-        }
-        rows = [[score, *[_comparison_cell(tests[n][score]) if score in tests[n] else "–" for n in both]]
-                for score in CLAIM_SCORES]  # fmt: skip
-        mode = {match[0]: "ours", study: "authors"}
-        values = {name: {(r["model"]["name"], r["task"]): record_scores(r, mode[name]) for r in records}
-                  for name, records in both.items()}  # fmt: skip
-        same = sum(all(math.isclose(values[match[0]][cell].get(k, math.nan), values[study][cell].get(k, math.nan),
-                                    rel_tol=0, abs_tol=1e-12) for k in CLAIM_SCORES)
-                   for cell in values[study])  # fmt: skip
-        lines += [f"`{study}` (the authors' definitions) beside `{match[0]}` (ours), on the "
-                  f"{_size(both[study])} both hold: median ρ over tasks, exact joint-permutation p (raw / Holm over "
-                  "the three scores) and the verdict by the rule above. The three "
-                  f"claim scores are equal under both in {same} of {len(values[study])} cells (the switch changes "
-                  "a decoder's last-token rule and pooling, drops a model's LRD prompt and redefines the Frenet "
-                  "summaries other than d0L).", ""]  # fmt: skip
-        lines += _table(["score", f"ours ({match[0]})", f"authors' ({study})"], rows)
-        ours_v, theirs_v = (tests[n] for n in both)
-        changed = [f"{score} ({ours_v[score]['verdict']} under ours, {theirs_v[score]['verdict']} under the "
-                   "authors')" for score in CLAIM_SCORES if score in ours_v and score in theirs_v
-                   and ours_v[score]["verdict"] != theirs_v[score]["verdict"]]  # fmt: skip
-        lines += [
-            "",
-            f"Verdicts that the definitions change: {'; '.join(changed) if changed else 'none'}.",
-            "",
-        ]
+        else:
+            lines += _mode_comparison(paired[0], study, paired[1])
+    return lines
+
+
+def _cells(records: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    return {(r["model"]["name"], r["task"]) for r in records}
+
+
+def _paired_records(
+    theirs: Sequence[Mapping[str, Any]], ours: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> tuple[str, tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]] | None:
+    """Our study sharing the most (model, task) cells with ``theirs``, and both studies' complete records on
+    the cells they share (ours first); ``None`` when no study of ours shares a cell."""
+    if not ours:
+        return None
+    name, records = max(ours.items(), key=lambda kv: len(_cells(theirs) & _cells(kv[1])))
+    common = _cells(theirs) & _cells(_complete(records)[0])
+    if not common:
+        return None
+    ours_c, theirs_c = (_complete([r for r in rs if (r["model"]["name"], r["task"]) in common])[0]
+                        for rs in (records, theirs))  # fmt: skip
+    return name, (ours_c, theirs_c)
+
+
+def _equal_cells(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``theirs``' cells give every claim score the same value under both definitions."""
+    mine = {(r["model"]["name"], r["task"]): record_scores(r, "ours") for r in ours}
+    return sum(all(math.isclose(mine[cell].get(k, math.nan), record_scores(r, "authors").get(k, math.nan),
+                                rel_tol=0, abs_tol=1e-12) for k in CLAIM_SCORES)
+               for r in theirs if (cell := (r["model"]["name"], r["task"])) in mine)  # fmt: skip
+
+
+def _mode_comparison(
+    ours_name: str, study: str, both: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
+) -> list[str]:
+    """The claim scores' tests under our definitions (``ours_name``) beside the authors' (``study``)."""
+    counts = [len({r["model"]["name"] for r in records}) for records in both]
+    if min(counts) < 4:
+        return [f"`{study}` (the authors' definitions) beside `{ours_name}`: models with every task in both "
+                f"so far: {min(counts)}; a comparison needs 4.", ""]  # fmt: skip
+    ours_v, theirs_v = (_claim_tests(analyse_selection(records)["model_level"]) for records in both)
+    rows = [[score, *[_comparison_cell(tests[score]) if score in tests else "–" for tests in (ours_v, theirs_v)]]
+            for score in CLAIM_SCORES]  # fmt: skip
+    changed = [f"{score} ({ours_v[score]['verdict']} under ours, {theirs_v[score]['verdict']} under the "
+               "authors')" for score in CLAIM_SCORES if score in ours_v and score in theirs_v
+               and ours_v[score]["verdict"] != theirs_v[score]["verdict"]]  # fmt: skip
+    lines = [f"`{study}` (the authors' definitions) beside `{ours_name}` (ours), on the "
+             f"{_size(both[1])} both hold: median ρ over tasks, exact joint-permutation p (raw / Holm over "
+             "the three scores) and the verdict by the rule above. The three "
+             f"claim scores are equal under both in {_equal_cells(*both)} of {len(both[1])} cells (the switch "
+             "changes a decoder's last-token rule and pooling, drops a model's LRD prompt and redefines the "
+             "Frenet summaries other than d0L).", ""]  # fmt: skip
+    lines += _table(["score", f"ours ({ours_name})", f"authors' ({study})"], rows)
+    lines += ["", f"Verdicts that the definitions change: {'; '.join(changed) if changed else 'none'}.", ""]
     return lines
 
 
