@@ -1,4 +1,4 @@
-"""Degenerate inputs give a warning that says why the numbers mean little (issue 10)."""
+"""Degenerate inputs give a warning that says why the numbers mean little."""
 
 from __future__ import annotations
 
