@@ -96,7 +96,12 @@ def degenerate_input_warnings(states: np.ndarray) -> list[str]:
     Returns:
         One message per problem: ``d = 1`` (every cosine is ±1, neighbourhoods are ties), fewer than
         4 distinct texts, more than half of the texts duplicates of others (neighbour ties dominate
-        NRS and GFMI), or identical vectors at every layer (the dynamics are zero by construction).
+        NRS and GFMI), identical vectors at every layer (the dynamics are zero by construction), or an
+        earlier hidden state where more than half of the texts share their vector with another text: a
+        CLS- or last-token-pooled model's embedding output ``h_0`` is the embedding of that one token, the
+        same for every text that shares it (a decoder's last token under a text template: every text).
+        Its top-r subspace is then not determined by the texts, so d0L and every score that uses that
+        state measure tie-breaking, not the model.
     """
     return degenerate_layer_warnings(lambda layer: states[layer], states.shape[0])
 
@@ -117,7 +122,24 @@ def degenerate_layer_warnings(read_layer: Callable[[int], np.ndarray], num_state
         messages.append(f"{n - distinct} of {n} texts duplicate others: neighbour ties dominate NRS and GFMI")
     if num_states > 1 and all(np.array_equal(last, read_layer(i)) for i in range(num_states - 1)):
         messages.append("every layer holds the same vectors: the dynamics are zero by construction")
+    elif distinct >= n / 2:
+        messages += _tied_state_warnings(read_layer, num_states, n)
     return messages
+
+
+def _tied_state_warnings(read_layer: Callable[[int], np.ndarray], num_states: int, n: int) -> list[str]:
+    """One message naming the hidden states before the last where fewer than half of the texts are distinct."""
+    tied = {layer: count for layer in range(num_states - 1)
+            if (count := int(np.unique(read_layer(layer), axis=0).shape[0])) < n / 2}  # fmt: skip
+    if not tied:
+        return []
+    states = ", ".join(f"h_{layer} ({count} distinct)" for layer, count in tied.items())
+    return [
+        f"{states} of {n} texts: a CLS- or last-token-pooled model's embedding output is the embedding of "
+        "that one token (under a text template, the same for every text), so the principal subspace and "
+        "the neighbours of such a state are not determined by the texts; d0L, the speeds, curvatures and "
+        "NRS retentions next to it, jaccard_first_last and its GFMI measure tie-breaking, not the model"
+    ]
 
 
 @dataclass(frozen=True)

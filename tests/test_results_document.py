@@ -221,3 +221,22 @@ def test_cells_whose_claim_scores_agree_under_both_definitions_are_counted(tmp_p
     write_rows(tmp_path / "select-authors.csv", tidy_rows(theirs, "select-authors"))
     section = render_results(tmp_path).split("## Where we differ")[1]
     assert "equal under both in 18 of 21 cells" in section  # only m0's 3 cells differ
+
+
+def test_decoders_under_a_template_are_named_with_their_first_last_retention(tmp_path):
+    records = _selection(7, 1.0)
+    for r in records:
+        decoder = r["model"]["name"] in {"m5", "m6"}
+        r["model"] = {
+            **r["model"],
+            "kind": "decoder" if decoder else "sentence-transformer",
+            "template": 'This sentence : "{text}" means in one word:"' if decoder else None,
+        }
+        r["scores"]["nrs_jaccard_first_last"] = 0.01 if decoder else 0.2 + int(r["model"]["name"][1:]) / 100
+    write_rows(tmp_path / "select.csv", tidy_rows(records, "select"))
+    text = render_results(tmp_path)
+    assert "**h_0 of the decoders.** m5 and m6 are pooled at their last token" in text
+    assert "their nrs_jaccard_first_last is 0.010–0.010 against 0.200–0.240 for the other models" in text
+    records = [r for r in records if r["model"]["kind"] != "decoder"]
+    write_rows(tmp_path / "select.csv", tidy_rows(records, "select"))
+    assert "h_0 of the decoders" not in render_results(tmp_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +238,9 @@ def _claims_table(claims: Sequence[Claim]) -> list[str]:
                    "records"], rows)  # fmt: skip
 
 
+_FIRST_LAST = "nrs_jaccard_first_last"
+
+
 def _selection_figures(study: str, analysis: Mapping[str, Any]) -> dict[str, Figure]:
     """One scatter per claim score (score against the main score, a panel per task)."""
     figures = {
@@ -270,7 +273,28 @@ def _selection_section(study: str, analysis: Mapping[str, Any], records: list[di
         lines += _table(["score", "median ρ", "p", "p (Holm)", "models", "tasks"],
                         [[n, within[n]["median_rho"], within[n]["p"], within[n]["p_holm"], within[n]["n_models"],
                           within[n]["n_tasks"]] for n in CLAIM_SCORES if n in within])  # fmt: skip
-    return [*lines, ""]
+    return [*lines, "", *_tied_embedding_output(complete)]
+
+
+def _tied_embedding_output(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why the decoders' d0L is not theirs: a template makes their last token, hence ``h_0``, one for all texts."""
+    tied = sorted({r["model"]["name"] for r in records if r["model"].get("kind") == "decoder"
+                   and r["model"].get("template")})  # fmt: skip
+    if not tied:
+        return []
+
+    def first_last(names: Callable[[str], bool]) -> str:
+        values = [r["scores"][_FIRST_LAST] for r in records
+                  if names(r["model"]["name"]) and _FIRST_LAST in r["scores"]]  # fmt: skip
+        return f"{min(values):.3f}–{max(values):.3f}" if values else "–"
+
+    return [f"**h_0 of the decoders.** {' and '.join([', '.join(tied[:-1]), tied[-1]] if len(tied) > 1 else tied)} are pooled at their last token, which the text "
+            "template makes the same token for every text: their h_0 (the embedding output) is one vector, the "
+            "run warns, and its principal subspace and neighbours are not determined by the texts. Their d0L, "
+            f"{_FIRST_LAST} and GFMI at h_0 are therefore not properties of the model: their {_FIRST_LAST} is "
+            f"{first_last(lambda m: m in tied)} against {first_last(lambda m: m not in tied)} for the other "
+            "models. The rows above score them as the paper's definitions do; within the trained embedders (their "
+            "table, when 4 of them have every task) d0L is defined for every model.", ""]  # fmt: skip
 
 
 def _budget_sizes(records: list[dict[str, Any]]) -> dict[float, str]:
