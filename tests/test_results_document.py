@@ -114,6 +114,25 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
     assert f"0.004 / {adjusted[0]:.3f}" in eol and "**replicated**" in eol and "1 model × 1,379 pairs" in eol
     assert "**contradicted**" in rows["DySem beats mean pooling (qwen2.5-coder-1.5b, STSBenchmark)"]
     assert "## DySem (`dysem-qwen`)" in text and "no committed records yet" not in text
+    from mteb_lrd.report.results_document import write_results
+
+    written = write_results(tmp_path, tmp_path / "docs").read_text()
+    assert "![DySem against its baselines](figures/results-dysem-qwen.png)" in written
+    assert (tmp_path / "docs" / "figures" / "results-dysem-qwen.png").stat().st_size > 5000
+
+
+def test_the_dysem_figure_draws_each_baseline_with_its_interval():
+    from mteb_lrd.report.studies import dysem_gain_figure
+
+    per = {"PromptEOL": {"delta": 0.03, "ci_low": 0.01, "ci_high": 0.05, "n": 10},
+           "mean pooling": {"delta": -0.02, "ci_low": -0.04, "ci_high": -0.001, "n": 10}}  # fmt: skip
+    figure = dysem_gain_figure({"reference": "DySem", "tasks": {"STSBenchmark": per, "STS12": {}}})
+    (axis,) = figure.axes
+    assert [t.get_text() for t in axis.get_yticklabels()] == ["PromptEOL", "mean pooling"]
+    points, caps, (bars,) = axis.containers[0]
+    assert np.allclose(points.get_xdata(), [0.03, -0.02])
+    assert np.allclose([seg[:, 0] for seg in bars.get_segments()], [[0.01, 0.05], [-0.04, -0.001]])
+    assert dysem_gain_figure({"reference": "DySem", "tasks": {"STS12": {}}}) is None
 
 
 def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_path):

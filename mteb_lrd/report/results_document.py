@@ -16,6 +16,7 @@ from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho, minimum_sign_flip_units
 from mteb_lrd.report.plots import save_png
 from mteb_lrd.report.studies import (
+    dysem_gain_figure,
     exhaustive_cells_table,
     exhaustive_summary_table,
     pruning_change_figure,
@@ -381,6 +382,11 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     for stem, summary in dysem.items():
         claims += _dysem_claims(stem, summary)
         sections += _dysem_section(stem, summary)
+        figure = dysem_gain_figure(summary["paired"])
+        if figure is not None:
+            path = f"figures/results-{stem}.png"
+            sections += [f"![DySem against its baselines]({path})", ""]
+            figures[path] = figure
     detectable = {n: minimum_detectable_rho(n, ALPHA) for n in (5, 9)}
     lines = [
         "# What the records say about the papers' claims", "",

@@ -21,6 +21,7 @@ from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.plots import label_points, panel_grid, score_axis_label
 
 __all__ = [
+    "dysem_gain_figure",
     "exhaustive_cells_table",
     "exhaustive_summary_table",
     "markdown_table",
@@ -126,6 +127,29 @@ def selection_scatter(analysis: Mapping[str, Any], name: str) -> Figure | None:
         axis.set_ylabel("main score (the task's metric, 0–1)", fontsize=8)
         axis.grid(alpha=0.3)
     fig.suptitle(f"{name} against the main score, per task")
+    return fig
+
+
+def dysem_gain_figure(paired: Mapping[str, Any]) -> Figure | None:
+    """DySem's Spearman gain over each baseline (``paired`` as ``mteb-lrd dysem`` writes it): one panel
+    per task, each baseline's Δρ with its paired-bootstrap 95 % interval (``None`` without tasks)."""
+    tasks = {task: per for task, per in paired["tasks"].items() if per}
+    if not tasks:
+        return None
+    fig, axes = panel_grid(len(tasks), 4.6, 0.5 + 0.45 * max(len(per) for per in tasks.values()))
+    for axis, (task, per) in zip(axes, tasks.items(), strict=True):
+        names = list(per)
+        delta = np.array([per[n]["delta"] for n in names], dtype=float)
+        low = np.array([per[n]["ci_low"] for n in names], dtype=float)
+        high = np.array([per[n]["ci_high"] for n in names], dtype=float)
+        y = np.arange(len(names))
+        axis.errorbar(delta, y, xerr=[delta - low, high - delta], fmt="o", capsize=3, zorder=3)
+        axis.axvline(0.0, color="grey", linewidth=1)
+        axis.set_yticks(y, names, fontsize=8)
+        axis.set_title(f"{task} ({per[names[0]]['n']:,} pairs)", fontsize=9)
+        axis.set_xlabel(f"Spearman ρ of {paired['reference']} minus the baseline's", fontsize=8)
+        axis.grid(alpha=0.3, axis="x")
+    fig.suptitle("DySem against its baselines (paired bootstrap 95 % interval)")
     return fig
 
 
