@@ -289,7 +289,8 @@ def _tied_embedding_output(records: Sequence[Mapping[str, Any]]) -> list[str]:
                   if names(r["model"]["name"]) and _FIRST_LAST in r["scores"]]  # fmt: skip
         return f"{min(values):.3f}–{max(values):.3f}" if values else "–"
 
-    return [f"**h_0 of the decoders.** {' and '.join([', '.join(tied[:-1]), tied[-1]] if len(tied) > 1 else tied)} are pooled at their last token, which the text "
+    names = " and ".join([", ".join(tied[:-1]), tied[-1]] if len(tied) > 1 else tied)
+    return [f"**h_0 of the decoders.** {names} are pooled at their last token, which the text "
             "template makes the same token for every text: their h_0 (the embedding output) is one vector (a run "
             "warns of it), so its principal subspace and neighbours are not determined by the texts. Their d0L, "
             f"{_FIRST_LAST} and GFMI at h_0 are therefore not properties of the model: their {_FIRST_LAST} is "
