@@ -149,6 +149,12 @@ def _add_sizes_and_folders(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass")
     parser.add_argument("--device", default=None, help="torch device (default cuda when available)")
     parser.add_argument(
+        "--dtype",
+        default=None,
+        choices=("float32", "bfloat16", "float16"),
+        help="compute dtype of the forward passes (default float32; bfloat16 halves a 7B model's memory on a GPU)",
+    )
+    parser.add_argument(
         "--progress", action="store_true", help="progress bars also when stderr is not a terminal (logs)"
     )
 
@@ -177,6 +183,7 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
         cache_dir=args.cache_dir,
         batch_size=args.batch_size,
         device=args.device,
+        dtype=args.dtype,
         progress=show_progress(args),
     )
 

@@ -60,6 +60,8 @@ class StudyOptions:
         sts_dir: the shared STS folder; ``None``: ``$MTEB_LRD_STS_DIR`` or ``../shared/data/sts``.
         output_dir: results, table and summary; cache_dir: caches (``None``: ``<output_dir>/cache``).
         batch_size: texts per forward pass; device: torch device; progress: progress bars.
+        dtype: the model's compute dtype (``"float32"``, ``"bfloat16"``, ``"float16"``); ``None``: float32.
+            Part of the cache's identity and recorded in the summary.
     """
 
     model: str
@@ -84,6 +86,7 @@ class StudyOptions:
     batch_size: int = 16
     device: str | None = None
     progress: bool = False
+    dtype: str | None = None
 
 
 @dataclass
@@ -207,6 +210,7 @@ def _set_up(options: StudyOptions) -> _Setup:
     from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
+    from mteb_lrd.extraction.loading import resolve_dtype
     from mteb_lrd.integration.shared_tasks import shared_sts_dir
 
     started = time.monotonic()
@@ -220,6 +224,7 @@ def _set_up(options: StudyOptions) -> _Setup:
         path,
         batch_size=options.batch_size,
         device=options.device,
+        dtype=resolve_dtype(options.dtype),
         cache_dir=cache / "representations",
         show_progress_bar=options.progress,
         prefetch=("attention", "hidden") if options.baselines else (),
@@ -361,6 +366,7 @@ def run_study(options: StudyOptions) -> StudyResult:
         "settings": choices.settings,
         "prompt": options.prompt,
         "component": options.component,
+        "dtype": str(extractor.dtype).removeprefix("torch."),
         "dev_pairs": choices.pairs if options.select_on_dev or options.language_order != "given" else 0,
         "dev_labels_used": options.select_on_dev or options.language_order == "labels",
         "grid": choices.grid,

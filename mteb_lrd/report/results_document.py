@@ -219,7 +219,8 @@ def _dysem_section(stem: str, summary: Mapping[str, Any]) -> list[str]:
     table = summary["table"]
     tasks = list(summary["tasks"])
     lines = [f"## DySem (`{stem}`)", "",
-             f"Model {Path(str(summary['model'])).name}; " + "; ".join(
+             f"Model {Path(str(summary['model'])).name}" + (f" ({summary['dtype']})" if summary.get("dtype") else "")
+             + "; " + "; ".join(
                  f"{t}: {v['pairs']:,} test pairs" + ("" if v["translations"] else " (no translations)")
                  for t, v in summary["tasks"].items()) + f"; language order {', '.join(summary['language_order'])}.",
              ""]  # fmt: skip

@@ -43,3 +43,11 @@ def test_bad_arguments_fail_early_with_a_clear_message(argv, message):
 def test_grid_values_must_be_positive_integers():
     with pytest.raises(SystemExit):
         parse("--model", "m", "--grid-k", "64,zero")
+
+
+def test_the_dtype_reaches_the_study_options_and_a_bad_one_is_refused(capsys):
+    assert dysem.options_from_args(parse("--model", "m", "--dtype", "bfloat16")).dtype == "bfloat16"
+    assert dysem.options_from_args(parse("--model", "m")).dtype is None
+    with pytest.raises(SystemExit):
+        parse("--model", "m", "--dtype", "float8")
+    assert "invalid choice: 'float8'" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
 import pytest
 
@@ -40,6 +41,21 @@ def test_a_small_study_says_what_it_does_before_each_stage(tiny_model_dir, share
     assert plan.startswith("test sets: 6 pairs of 1 task(s), up to 36 forward passes, about ")
     assert "texts/s seen so far" in plan
     assert result.table_path.is_file() and result.summary["tasks"]["STSBenchmark"]["pairs"] == 6
+    assert result.summary["dtype"] == "float32"  # the default, recorded
+
+
+def test_the_compute_dtype_is_used_recorded_and_part_of_the_cache(tiny_model_dir, shared_sts, tmp_path):
+    options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark"], languages="en,de",
+                           dev_pairs=3, max_pairs=4, k=8, num_languages=1, batch_size=8, device="cpu",
+                           sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"), baselines=False)  # fmt: skip
+    fp32 = run_study(options)
+    bf16 = run_study(replace(options, dtype="bfloat16"))
+    assert bf16.summary["dtype"] == "bfloat16" and fp32.summary["dtype"] == "float32"
+    assert (
+        bf16.summary["forward_texts"] == fp32.summary["forward_texts"] > 0
+    )  # not served from float32's cache
+    with pytest.raises(ValueError, match="dtype must be"):
+        run_study(replace(options, dtype="float8"))
 
 
 @pytest.mark.parametrize(("field", "value"), [("max_pairs", 0), ("dev_pairs", 0)])
