@@ -296,8 +296,9 @@ def _tied_embedding_output(records: Sequence[Mapping[str, Any]]) -> list[str]:
             "warns of it), so its principal subspace and neighbours are not determined by the texts. Their d0L, "
             f"{_FIRST_LAST} and GFMI at h_0 are therefore not properties of the model: their {_FIRST_LAST} is "
             f"{first_last(lambda m: m in tied)} against {first_last(lambda m: m not in tied)} for the other "
-            "models. The rows above score them as the paper's definitions do; within the trained embedders (their "
-            "table, when 4 of them have every task) d0L is defined for every model.", ""]  # fmt: skip
+            "models. The rows above score them as the paper's definitions do, so the mixed panel's correlations of "
+            "these scores, and the comparison of d0L with its rivals, rest partly on those ties; within the trained "
+            "embedders (their table, when 4 of them have every task) d0L is defined for every model.", ""]  # fmt: skip
 
 
 def _budget_sizes(records: list[dict[str, Any]]) -> dict[float, str]:
