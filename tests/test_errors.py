@@ -311,3 +311,19 @@ def test_a_tilde_model_path_is_expanded(tiny_st_dir, monkeypatch):
     monkeypatch.setenv("HOME", str(tiny_st_dir.parent))
     assert model_location(f"~/{tiny_st_dir.name}") == str(tiny_st_dir)
     assert model_location("org/name") == "org/name"  # a Hub id is left to the loader
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["select", "--report-only", "--out", "{tmp}/empty"], "mteb-lrd select: error: no records in {tmp}/empty/records"),
+        (["prune-study", "--report-only", "--out", "{tmp}/empty"],
+         "mteb-lrd prune-study: error: no records in {tmp}/empty/records"),
+        (["panel", "prepare"], "mteb-lrd panel: error: name at least one model, or pass --all"),
+        (["panel", "prepare", "no-such-model"], "mteb-lrd panel: error: unknown panel model(s) no-such-model; known: "),
+    ],
+)  # fmt: skip
+def test_study_and_panel_commands_report_errors_as_one_line(argv, expected, tmp_path, capsys):
+    assert main([arg.format(tmp=tmp_path) for arg in argv]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(expected.format(tmp=tmp_path))

@@ -65,22 +65,14 @@ def run(args: argparse.Namespace) -> int:
     if args.panel_action == "list":
         return _list(args)
     if args.panel_action == "path":
-        try:
-            print(prepare(args.name, args.cache_dir))
-        except (KeyError, PanelError) as error:
-            print(f"error: {error.args[0]}", file=sys.stderr)
-            return 2
+        print(prepare(args.name, args.cache_dir))
         return 0
     names = list(PANEL) if args.all else args.names
     if not names:
-        print("error: name at least one model, or pass --all", file=sys.stderr)
-        return 2
+        raise ValueError("name at least one model, or pass --all")
     unknown = [name for name in names if name not in PANEL]
     if unknown:
-        print(
-            f"error: unknown panel model(s) {', '.join(unknown)}; known: {', '.join(PANEL)}", file=sys.stderr
-        )
-        return 2
+        raise ValueError(f"unknown panel model(s) {', '.join(unknown)}; known: {', '.join(PANEL)}")
     failed = 0
     for i, name in enumerate(names, 1):
         start = time.perf_counter()

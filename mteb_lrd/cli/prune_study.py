@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
+from mteb_lrd.cli.options import add_list_option
 from mteb_lrd.cli.select import (
     add_lrd_study_arguments,
+    add_study_output_arguments,
     add_study_task_arguments,
     build_study_tasks,
     cell_options,
     study_models,
+    study_records,
 )
 
 __all__ = ["register", "run"]
@@ -60,12 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="encode each pruned variant on its own instead of all of a SentenceTransformer's "
                         "variants from the blocks they share (same scores, slower)")  # fmt: skip
     add_lrd_study_arguments(parser)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument(
-        "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
-    )
-    parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
-    add_install_option(parser)
+    add_study_output_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -75,32 +71,14 @@ def run(args: argparse.Namespace) -> int:
     from mteb_lrd.studies.options import PruneStudyOptions
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
-    from mteb_lrd.studies.runner import load_records, write_record
+    from mteb_lrd.studies.runner import write_record
 
     out = Path(args.out)
-    try:
-        if not args.report_only:
-            run_prune_study(
-                study_models(args.models),
-                build_study_tasks(args),
-                out,
-                cell_options(args),
-                PruneStudyOptions(
-                    budgets=tuple(args.budgets),
-                    protect=args.protect,
-                    mapping=args.mapping,
-                    all_subsets=tuple(args.all_subsets),
-                    shared_prefix=not args.separate_passes,
-                ),
-            )
-    except (ValueError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    records = load_records(out)
-    if not records:
-        print(f"error: no records in {out}/records", file=sys.stderr)
-        return 2
-    analysis = analyse_pruning(records)
+    if not args.report_only:
+        options = PruneStudyOptions(budgets=tuple(args.budgets), protect=args.protect, mapping=args.mapping,
+                                    all_subsets=tuple(args.all_subsets), shared_prefix=not args.separate_passes)  # fmt: skip
+        run_prune_study(study_models(args.models), build_study_tasks(args), out, cell_options(args), options)
+    analysis = analyse_pruning(study_records(out))
     write_record(out / "pruning.json", analysis)
     print(write_prune_report(analysis, out))
     return 0

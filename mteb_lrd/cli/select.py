@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mteb_lrd.parameters import Caps
@@ -13,6 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_lrd_study_arguments",
+    "add_study_output_arguments",
     "add_study_task_arguments",
     "build_study_tasks",
     "cell_options",
@@ -20,6 +20,7 @@ __all__ = [
     "run",
     "study_caps",
     "study_models",
+    "study_records",
 ]
 
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
@@ -115,6 +116,31 @@ def add_lrd_study_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_study_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size``, ``--out``, ``--report-only`` and ``--install``: the last arguments of ``select``
+    and ``prune-study``."""
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
+    )
+    parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
+    add_install_option(parser)
+
+
+def study_records(out: Path) -> list[dict[str, Any]]:
+    """The cell records of the study folder ``out``.
+
+    Raises:
+        ValueError: when it holds none.
+    """
+    from mteb_lrd.studies.runner import load_records
+
+    records = load_records(out)
+    if not records:
+        raise ValueError(f"no records in {out}/records")
+    return records
+
+
 def cell_options(args: argparse.Namespace) -> CellOptions:
     """The study options of ``select`` / ``prune-study`` from their shared arguments."""
     from mteb_lrd.studies.options import CellOptions
@@ -168,43 +194,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="panel names or model folders (default: the panel)")  # fmt: skip
     add_study_task_arguments(parser, default_pairs=200, default_test=200)
     add_lrd_study_arguments(parser)
-    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--scores-from", type=path_arg, default=None, metavar="STUDY",
                         help="read each cell's MTEB main score from this study folder's record of the same cell "
                         "(same texts, template and truncation) instead of scoring it again: the score does not "
                         "depend on the LRD options, e.g. --reproduce authors beside a finished study")  # fmt: skip
-    parser.add_argument(
-        "--out", "--output", required=True, type=path_arg, help="study folder (records + report)"
-    )
-    parser.add_argument("--report-only", action="store_true", help="only rebuild the report from the records")
-    add_install_option(parser)
+    add_study_output_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd select``; returns the exit code."""
     from mteb_lrd.report.studies import write_selection_report
-    from mteb_lrd.studies.runner import load_records, write_record
+    from mteb_lrd.studies.runner import write_record
     from mteb_lrd.studies.selection import HEADLINE_SCORES, run_selection_study
     from mteb_lrd.studies.selection_analysis import analyse_selection
 
     out = Path(args.out)
-    try:
-        if not args.report_only:
-            run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args),
-                                scores_from=args.scores_from)  # fmt: skip
-    except (ValueError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    records = load_records(out)
-    if not records:
-        print(f"error: no records in {out}/records", file=sys.stderr)
-        return 2
-    try:
-        analysis = analyse_selection(records)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    if not args.report_only:
+        run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args),
+                            scores_from=args.scores_from)  # fmt: skip
+    analysis = analyse_selection(study_records(out))
     write_record(out / "selection.json", analysis)
     print(write_selection_report(analysis, out, HEADLINE_SCORES))
     return 0
