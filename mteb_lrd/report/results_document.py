@@ -458,8 +458,13 @@ def _mode_comparisons(
     return lines
 
 
+def _cell(record: Mapping[str, Any]) -> tuple[str, str]:
+    """A record's (model, task)."""
+    return record["model"]["name"], record["task"]
+
+
 def _cells(records: Sequence[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    return {(r["model"]["name"], r["task"]) for r in records}
+    return {_cell(r) for r in records}
 
 
 def _paired_records(
@@ -469,21 +474,22 @@ def _paired_records(
     the cells they share (ours first); ``None`` when no study of ours shares a cell."""
     if not ours:
         return None
-    name, records = max(ours.items(), key=lambda kv: len(_cells(theirs) & _cells(kv[1])))
-    common = _cells(theirs) & _cells(_complete(records)[0])
+    wanted = _cells(theirs)
+    name, records = max(ours.items(), key=lambda kv: len(wanted & _cells(kv[1])))
+    common = wanted & _cells(_complete(records)[0])
     if not common:
         return None
-    ours_c, theirs_c = (_complete([r for r in rs if (r["model"]["name"], r["task"]) in common])[0]
+    ours_c, theirs_c = (_complete([r for r in rs if _cell(r) in common])[0]
                         for rs in (records, theirs))  # fmt: skip
     return name, (ours_c, theirs_c)
 
 
 def _equal_cells(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> int:
     """How many of ``theirs``' cells give every claim score the same value under both definitions."""
-    mine = {(r["model"]["name"], r["task"]): record_scores(r, "ours") for r in ours}
+    mine = {_cell(r): record_scores(r, "ours") for r in ours}
     return sum(all(math.isclose(mine[cell].get(k, math.nan), record_scores(r, "authors").get(k, math.nan),
                                 rel_tol=0, abs_tol=1e-12) for k in CLAIM_SCORES)
-               for r in theirs if (cell := (r["model"]["name"], r["task"])) in mine)  # fmt: skip
+               for r in theirs if (cell := _cell(r)) in mine)  # fmt: skip
 
 
 def _mode_comparison(
