@@ -182,7 +182,7 @@ def test_a_pruning_study_gives_the_papers_claims_its_tables_and_a_figure(tmp_pat
     assert "the share of the candidate blocks (those left after protecting 2 at each end) removed" in text
     assert "| method | 5% (1 block) | 15% (1 block) | 20% (1–2 blocks) |" in text
     assert "at 3 of 3 budgets" in rows["GFMI has the best median change at every budget"]
-    assert "| frenet | 1 | 83.333 | 5 | 10 |" in text  # the best of three sets: (2 below + ½ tie) / 3
+    assert "| frenet | 1 | 83.3 | 5 | 10 |" in text  # the best of three sets: (2 below + ½ tie) / 3
     assert (tmp_path / "docs" / "figures" / "results-prune-pruning.png").stat().st_size > 5000
 
 

@@ -362,7 +362,7 @@ def exhaustive_cells_table(cells: Sequence[Mapping[str, Any]]) -> list[str]:
 def exhaustive_summary_table(summary: Sequence[Mapping[str, Any]], *, per_model: bool) -> list[str]:
     """Each method's mean percentile among all sets of its size (with each model's when ``per_model``)."""
     header = ["method", "size", "mean percentile", *(["per model"] if per_model else []), "models", "cells"]
-    rows = [[r["method"], r["size"], r["mean_percentile"],
+    rows = [[r["method"], r["size"], f"{r['mean_percentile']:.1f}",
              *([", ".join(f"{m} {v:.0f}" for m, v in r["per_model"].items())] if per_model else []),
              r["n_models"], r["n_cells"]] for r in summary]  # fmt: skip
     return markdown_table(header, rows)
