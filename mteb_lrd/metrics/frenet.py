@@ -30,8 +30,9 @@ def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     With ``N >= d``: the eigen-decomposition of the d×d scatter ``X̃ᵀX̃`` (``m = d``, a complete
     basis). With ``N < d``: that of the N×N Gram matrix ``X̃X̃ᵀ = U S² Uᵀ``, directions
-    ``V = X̃ᵀU / S`` (``m = N``; the other directions carry no variance and the rank never reaches
-    them; directions without variance are zero). float64 either way.
+    ``V = X̃ᵀU / S`` (``m = N``; the other directions carry no variance; directions without variance
+    are zero, and those with little are not orthonormal: :func:`_basis` mends both). float64 either
+    way.
     """
     layers = x.reshape((-1,) + x.shape[-2:])
     n, d = layers.shape[1:]
@@ -51,7 +52,7 @@ def _centred_covariance_eig(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             directions = centred.T @ vectors[:, ::-1]
             nonzero = singular > singular[0] * 1e-12 if singular[0] > 0 else np.zeros(m, dtype=bool)
             directions[:, nonzero] /= singular[nonzero]
-            directions[:, ~nonzero] = 0.0  # no variance: never inside the rank (at most N - 1)
+            directions[:, ~nonzero] = 0.0  # no variance: :func:`_basis` completes them orthonormally
             eigvals[i], eigvecs[i] = values, directions
     shape = x.shape[:-2]
     return np.clip(eigvals, 0.0, None).reshape(shape + (m,)), eigvecs.reshape(shape + (d, m))
@@ -170,12 +171,21 @@ def frenet_on_unit_rows(
 
 
 def _basis(v: np.ndarray, r: int) -> np.ndarray:
-    """The top-``r`` principal directions of a layer (``v``: (d, m), descending), or their orthogonal
-    complement when that is smaller: the non-zero principal angles of two r-dimensional subspaces
-    equal those of their (d-r)-dimensional complements, so distances are the same. The complement
-    needs the complete basis (``m = d``); with ``N < d`` the rank is below ``N = m`` anyway."""
+    """An orthonormal basis of a layer's top-``r`` principal subspace (``v``: (d, m), descending), or
+    of its orthogonal complement when that is smaller: the non-zero principal angles of two
+    r-dimensional subspaces equal those of their (d-r)-dimensional complements, so distances are the
+    same. The complement needs the complete basis (``m = d``, orthonormal from ``eigh``).
+
+    With ``N < d`` (``m = N``) the directions come from the Gram matrix: those with little or no
+    variance are not orthonormal (rounding of the Gram eigenvectors, amplified by ``1/S``; zero when
+    ``S`` is), which happens when a layer's rows span fewer than ``r`` dimensions. A QR
+    decomposition keeps the well-determined leading directions (its first k columns span the first
+    k directions') and completes them orthonormally, as the SVD's null-space vectors would be.
+    """
     d, m = v.shape
-    return v[:, r:] if m == d and r > d - r else v[:, :r]
+    if m == d:
+        return v[:, r:] if r > d - r else v[:, :r]
+    return np.linalg.qr(v[:, :r])[0]
 
 
 def _checked_rank(rank: int | None, var_threshold: float) -> None:

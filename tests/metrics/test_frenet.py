@@ -130,6 +130,24 @@ def test_fewer_texts_than_dimensions_matches_reference_svd(rank):
     assert ours.d0L == pytest.approx(ref["d0L"], abs=TOL)
 
 
+@pytest.mark.parametrize("distinct", [1, 5])
+def test_a_state_spanning_fewer_than_r_dimensions_still_has_an_orthonormal_basis(distinct):
+    """N < d, a state whose rows take ``distinct`` values (a last-token-pooled h_0): its top-r
+    subspace is not determined beyond ``distinct - 1`` directions, but its basis must stay
+    orthonormal, so the state is at distance 0 from itself and no distance passes π/2·√r."""
+    rng = np.random.default_rng(distinct)
+    n, d, r = 60, 128, 20
+    state = rng.standard_normal((distinct, d))[rng.integers(0, distinct, n)]
+    same = frenet(np.repeat(state[None], 3, axis=0), rank=r)
+    np.testing.assert_allclose(same.speed, 0.0, atol=1e-6)
+    assert same.d0L == pytest.approx(0.0, abs=1e-6)
+    moving = np.stack([state, rng.standard_normal((n, d)), rng.standard_normal((n, d))])
+    result = frenet(moving, rank=r)
+    assert np.all(result.speed < math.pi / 2 * math.sqrt(r) - 0.5)  # not pinned at the maximum
+    ref = ref_frenet(moving, rank=r)
+    assert result.speed[1] == pytest.approx(ref["speed"][1], abs=TOL)  # determined states: as the SVD
+
+
 @pytest.mark.parametrize(("n", "d", "num_states"), [(50, 16, 6), (30, 64, 5), (40, 40, 2), (12, 6, 3)])
 @pytest.mark.parametrize("rank", [None, 3])
 def test_frenet_by_layer_equals_frenet_bit_for_bit(n, d, num_states, rank):
