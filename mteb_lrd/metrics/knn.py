@@ -8,7 +8,9 @@ torch on CUDA, else faiss-cpu (the fastest CPU path in ``benchmarks/bench_lrd.py
 machine), else torch on the CPU, else numpy.
 Similarities are fp32 inner products (TF32 off): fp16 / TF32 near-ties would flip neighbours.
 Backends round differently in the last bit, so two neighbours whose similarities differ by ~1e-7
-may swap places between backends; exactly equal similarities are ordered by index (torch, numpy).
+may swap places between backends. Exactly equal similarities are ordered by index within the k
+found (torch, numpy), but which of several rows tied at the k-th place are found depends on the
+backend: a state with one vector for every text has backend-dependent neighbours.
 Memory is bounded by a block of rows times ``N`` (:data:`BLOCK_BYTES`), never ``N × N``.
 """
 
