@@ -42,6 +42,7 @@ MONTE_CARLO_RESAMPLES = 100_000
 """Random orders drawn above :data:`EXACT_LIMIT`; the p-value is ``(hits + 1) / (draws + 1)``."""
 
 _CHUNK = 200_000  # orders evaluated at once
+_SWAP_CHUNK = 4_096  # swap patterns ranked at once (patterns × tasks × models values)
 
 
 @dataclass(frozen=True)
@@ -200,15 +201,19 @@ def spearman_difference(
     """Is score ``a`` a better predictor of ``y`` than score ``b`` across the same models?
 
     The statistic is ρ(a, y) − ρ(b, y) (Spearman; averaged over tasks when the inputs are
-    ``(tasks, models)`` arrays). It is a sum of one term per model, ``(r_a − r_b) · r_y`` with unit
-    centred ranks, and swapping a model's two scores flips its term's sign: under "the two scores are
-    exchangeable" every sign assignment is equally likely, so :func:`sign_flip` over the per-model
-    terms (summed over tasks: the model is the unit) gives the exact p (2^n assignments up to
-    :data:`SIGN_FLIP_EXACT_LIMIT` models). Two dependent correlations must be compared this way,
-    not by their separate p-values.
+    ``(tasks, models)`` arrays). The test swaps a model's ranks under the two scores (in every task
+    at once: the model is the unit) and recomputes both correlations from the swapped ranks
+    (ranked again, ties averaged): every one of the 2^n swap patterns up to
+    :data:`SIGN_FLIP_EXACT_LIMIT` models, else ``resamples`` random ones. The scores are compared
+    through their ranks because their values live on different scales (radians, Jaccard, nats).
+
+    The p-value is exact under "each model's two ranks are exchangeable", which "the two scores
+    predict equally well" implies only approximately (a swap moves the other models' ranks too);
+    ``benchmarks/difference_test_calibration.py`` measures its size and power. Two dependent
+    correlations must be compared this way, not by their separate p-values.
 
     Raises:
-        ValueError: shapes that differ, fewer than 3 models, or non-finite values.
+        ValueError: shapes that differ, fewer than 3 models, non-finite values or bad ``resamples``.
     """
     arrays = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in (a, b, y)]
     if len({x.shape for x in arrays}) != 1 or arrays[0].ndim != 2 or arrays[0].shape[1] < 3:
@@ -217,10 +222,31 @@ def spearman_difference(
         )
     if not all(np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("a, b and y must be finite (a model without a score cannot be compared)")
-    ra, rb, ry = (unit_centred_ranks(x) for x in arrays)
-    terms = ((ra - rb) * ry).sum(axis=0) / ra.shape[0]  # per model, averaged over tasks
-    test = sign_flip(terms, resamples=resamples, seed=seed)
-    return PermutationTest(float(terms.sum()), test.p, test.n, test.exact, test.orders)
+    _check_resamples(resamples)
+    ranks_a, ranks_b = (stats.rankdata(x, axis=-1) for x in arrays[:2])  # 1 .. n: one scale for both
+    ry = unit_centred_ranks(arrays[2])
+    n = ry.shape[1]
+    observed = float(
+        ((unit_centred_ranks(arrays[0]) - unit_centred_ranks(arrays[1])) * ry).sum(axis=-1).mean()
+    )
+    exact = n <= SIGN_FLIP_EXACT_LIMIT
+    count = 2**n if exact else resamples
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, count, _SWAP_CHUNK):
+        size = min(_SWAP_CHUNK, count - start)
+        if exact:
+            codes = np.arange(start, start + size, dtype=np.int64)[:, None]
+            swapped = ((codes >> np.arange(n)) & 1).astype(bool)  # (patterns, n)
+        else:
+            swapped = rng.random((size, n)) < 0.5
+        mask = swapped[:, None, :]  # the same models swapped in every task
+        a_new = unit_centred_ranks(np.where(mask, ranks_b, ranks_a))
+        b_new = unit_centred_ranks(np.where(mask, ranks_a, ranks_b))
+        difference = ((a_new - b_new) * ry).sum(axis=-1).mean(axis=-1)
+        hits += int(np.sum(np.abs(difference) >= abs(observed) - 1e-12))
+    p = hits / count if exact else (hits + 1) / (count + 1)
+    return PermutationTest(observed, min(1.0, p), int(n), exact, count)
 
 
 def minimum_detectable_rho(n: int, alpha: float = 0.05) -> float:

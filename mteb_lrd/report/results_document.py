@@ -135,7 +135,7 @@ def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[C
         claims.append({
             "claim": "d0L is the strongest LRD score", "paper": "d0L strongest (no value published)",
             "ours": f"smallest ρ(d0L) − ρ(rival): {entry['difference']:+.2f} ({worst})", "n": size,
-            "test": "exact exchange of the two scores within models", "p": entry["p"], "p_adj": entry["p_holm"],
+            "test": "permutation: each model's two ranks swapped (studies.md)", "p": entry["p"], "p_adj": entry["p_holm"],
             "verdict": "replicated" if beaten else "contradicted" if lost else "undecided", "study": study,
         })  # fmt: skip
     return claims, analysis

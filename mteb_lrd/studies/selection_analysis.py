@@ -309,7 +309,7 @@ def strongest_tests(
     """Does ``reference`` predict the main score better than each of ``others``?
 
     Per comparison: ρ(reference) − ρ(other) averaged over the tasks where every model has both
-    scores, with the exact exchange test over models
+    scores, with the permutation test that swaps each model's two ranks
     (:func:`~mteb_lrd.metrics.permutation.spearman_difference`), then Holm over the comparisons.
 
     Returns:

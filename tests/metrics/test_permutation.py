@@ -129,7 +129,7 @@ def test_spearman_difference_by_hand():
     assert same.statistic == 0.0 and same.p == 1.0
 
 
-def test_spearman_difference_equals_a_loop_over_swaps_with_tasks_pooled_per_model():
+def test_spearman_difference_equals_a_loop_over_rank_swaps_with_the_model_as_the_unit():
     import itertools
 
     from scipy import stats
@@ -138,22 +138,37 @@ def test_spearman_difference_equals_a_loop_over_swaps_with_tasks_pooled_per_mode
 
     rng = np.random.default_rng(4)
     a, b, y = rng.normal(size=(3, 2, 7))  # 2 tasks × 7 models each
+    a[1, :3] = a[1, 3]  # ties within a task
     test = spearman_difference(a, b, y)
-    observed = np.mean(
-        [stats.spearmanr(a[t], y[t]).statistic - stats.spearmanr(b[t], y[t]).statistic for t in range(2)]
-    )
+
+    def difference(first, second):
+        return np.mean([stats.spearmanr(first[t], y[t]).statistic - stats.spearmanr(second[t], y[t]).statistic
+                        for t in range(2)])  # fmt: skip
+
+    observed = difference(a, b)
     assert test.statistic == pytest.approx(observed)
-
-    def centred(v):
-        r = stats.rankdata(v) - (len(v) + 1) / 2
-        return r / np.linalg.norm(r)
-
-    terms = [
-        sum((centred(a[t])[i] - centred(b[t])[i]) * centred(y[t])[i] for t in range(2)) / 2 for i in range(7)
-    ]
-    hits = sum(abs(sum(s * c for s, c in zip(signs, terms, strict=True))) >= abs(sum(terms)) - 1e-12
-               for signs in itertools.product((1, -1), repeat=7))  # fmt: skip
+    ra, rb = stats.rankdata(a, axis=1), stats.rankdata(b, axis=1)
+    hits = 0
+    for swaps in itertools.product((False, True), repeat=7):  # a model's two ranks swapped in both tasks
+        swapped = np.array(swaps)
+        hits += abs(difference(np.where(swapped, rb, ra), np.where(swapped, ra, rb))) >= abs(observed) - 1e-12
+    assert test.exact and test.orders == 2**7
     assert test.p == pytest.approx(hits / 2**7)
+
+
+def test_spearman_difference_monte_carlo_approaches_the_complete_enumeration(monkeypatch):
+    from mteb_lrd.metrics import permutation
+
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=(3, 11))
+    a, b = y + rng.normal(scale=0.5, size=y.shape), y + rng.normal(scale=1.5, size=y.shape)
+    complete = permutation.spearman_difference(a, b, y)
+    monkeypatch.setattr(permutation, "SIGN_FLIP_EXACT_LIMIT", 10)
+    sampled = permutation.spearman_difference(a, b, y, resamples=20_000, seed=1)
+    assert complete.exact and not sampled.exact and sampled.orders == 20_000
+    assert sampled.statistic == complete.statistic
+    assert sampled.p == pytest.approx(complete.p, abs=0.01)
+    assert 0 < complete.p < 0.5  # the better-predicting score: a decided case, not p = 1
 
 
 @pytest.mark.parametrize(
