@@ -274,17 +274,24 @@ def evaluate_models(
 
 
 def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], tasks: Sequence[str]) -> str:
-    """A markdown table like the paper's: Spearman x 100 per task, the average and #Dim per model."""
+    """A markdown table like the paper's: Spearman x 100 per task, the average and #Dim per model.
+
+    The average and #Dim are taken over the tasks every row has, so the rows compare like with
+    like; a note names those tasks when some row lacks one.
+    """
     header = "| model | " + " | ".join(tasks) + " | avg | #Dim |"
     lines = [header, "|" + "---|" * (len(tasks) + 3)]
+    shared = [t for t in tasks if all(t in per_task for per_task in table.values())]
     for label, per_task in table.items():
         cells = [f"{per_task[t]['spearman']:.2f}" if t in per_task else "–" for t in tasks]
-        done = [per_task[t] for t in tasks if t in per_task]
+        done = [per_task[t] for t in shared]
         avg = f"{np.mean([c['spearman'] for c in done]):.2f}" if done else "–"
         dims = f"{np.mean([c['mean_dimensions'] for c in done]):.0f}" if done else "–"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {avg} | {dims} |")
-    if any(t not in per_task for per_task in table.values() for t in tasks):
+    if len(shared) < len(tasks):
         lines.append("\n– : not run (for DySem with L > 1: no translations of that task's texts)")
+        over = ", ".join(shared) if shared else "none: no task has every row"
+        lines.append(f"avg, #Dim: over the tasks every row has ({over})")
     return "\n".join(lines)
 
 

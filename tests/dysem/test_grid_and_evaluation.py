@@ -71,9 +71,13 @@ def test_format_table_and_json(tmp_path):
         "dense": {"A": {"spearman": 75.0, "mean_dimensions": 896.0}},
     }
     text = format_table(table, ["A", "B"])
-    assert "| DySem | 80.00 | 70.00 | 75.00 | 200 |" in text
+    assert "| DySem | 80.00 | 70.00 | 80.00 | 100 |" in text  # averaged over A, the task both rows have
     assert "| dense | 75.00 | – | 75.00 | 896 |" in text
-    assert "not run" in text
-    assert "not run" not in format_table({"x": table["DySem"]}, ["A", "B"])
+    assert "not run" in text and "avg, #Dim: over the tasks every row has (A)" in text
+    alone = format_table({"x": table["DySem"]}, ["A", "B"])
+    assert "| x | 80.00 | 70.00 | 75.00 | 200 |" in alone and "not run" not in alone and "avg," not in alone
+    table = {"DySem": {"A": table["DySem"]["A"]}, "dense": {"B": {"spearman": 60.0, "mean_dimensions": 896.0}}}
+    disjoint = format_table(table, ["A", "B"])
+    assert "| dense | – | 60.00 | – | – |" in disjoint and "(none: no task has every row)" in disjoint
     write_json_atomic(tmp_path / "x.json", {"v": float("nan")})
     assert (tmp_path / "x.json").read_text().replace(" ", "").replace("\n", "") == '{"v":null}'
