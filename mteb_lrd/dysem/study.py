@@ -20,7 +20,7 @@ from typing import Any
 from mteb_lrd.io import atomic_write_text
 
 __all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "model_path",
-           "resolve_sizes", "run_study"]  # fmt: skip
+           "resolve_sizes", "run_study", "task_order"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -294,6 +294,19 @@ def _test_sets(setup: _Setup) -> tuple[dict[str, type], dict[str, int], dict[str
     return classes, sizes, covered, gold
 
 
+def task_order(order: Sequence[str], language: str, method: str) -> list[str]:
+    """The language order for a task written in ``language``.
+
+    The order is found once, on the English dev texts. Under ``"agreement"`` a text's own language
+    leads (its vector is the source's: English leads on the English texts), so a task in another
+    candidate language moves its own to the front and keeps the others' order; other methods keep
+    the order as found.
+    """
+    if method != "agreement" or language not in order:
+        return list(order)
+    return [language, *(code for code in order if code != language)]
+
+
 def _compared_models(
     setup: _Setup, choices: _DevChoices, covered: dict[str, bool]
 ) -> tuple[str, dict[str, Any]]:
@@ -302,9 +315,15 @@ def _compared_models(
     from mteb_lrd.dysem.model import attention_sum_baseline, mean_pooling_baseline, prompteol_baseline
 
     settings = choices.settings
-    main = setup.dysem(choices.order, settings)
+    method = setup.options.language_order
+    mains: dict[str, Any] = {}  # one DySem model per source language
+
+    def main(task: str) -> Any:
+        order = task_order(choices.order, task_language(task), method)
+        return mains.setdefault(order[0], setup.dysem(order, settings)) if covered[task] else None
+
     label = f"DySem (k={settings['k']}, L={settings['num_languages']}, {settings['value']})"
-    models: dict[str, Callable[[str], Any]] = {label: lambda t: main if covered[t] else None}
+    models: dict[str, Callable[[str], Any]] = {label: main}
     if settings["num_languages"] > 1 or not all(covered.values()):
         models[f"DySem source only (k={choices.source_k}, L=1)"] = lambda t: setup.dysem(
             [task_language(t)], settings, k=choices.source_k, num_languages=1

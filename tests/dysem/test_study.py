@@ -62,3 +62,24 @@ def test_the_compute_dtype_is_used_recorded_and_part_of_the_cache(tiny_model_dir
 def test_non_positive_sizes_are_refused_before_loading(field, value, tmp_path):
     with pytest.raises(ValueError, match="must be positive"):
         run_study(StudyOptions(model=str(tmp_path / "no-model"), **{field: value}))
+
+
+def test_a_task_in_another_language_leads_the_agreement_order_with_its_own():
+    from mteb_lrd.dysem.study import task_order
+
+    found = ["en", "fr", "de", "es"]  # as the English dev texts ranked them
+    assert task_order(found, "de", "agreement") == ["de", "en", "fr", "es"]
+    assert task_order(found, "en", "agreement") == found
+    assert task_order(found, "ja", "agreement") == found  # not a candidate: nothing to move
+    assert task_order(found, "de", "consensus") == found and task_order(found, "de", "given") == found
+
+
+def test_the_german_task_is_scored_with_german_in_its_consensus(tiny_model_dir, shared_sts, tmp_path):
+    options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark-de"], languages="en,fr,de",
+                           dev_pairs=3, max_pairs=4, k=8, num_languages=2, batch_size=8, device="cpu",
+                           sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"), baselines=False)  # fmt: skip
+    result = run_study(options)
+    assert result.summary["language_order"][0] == "en"  # found on the English dev texts
+    names = {p.parent.name for p in (tmp_path / "out").rglob("*.json") if "experiments" in p.parts}
+    others = [code for code in result.summary["language_order"] if code != "de"]
+    assert any(f"__languages_de-{others[0]}__" in name for name in names), names  # L = 2: German, then the best other
