@@ -76,7 +76,10 @@ def test_format_table_and_json(tmp_path):
     assert "not run" in text and "avg, #Dim: over the tasks every row has (A)" in text
     alone = format_table({"x": table["DySem"]}, ["A", "B"])
     assert "| x | 80.00 | 70.00 | 75.00 | 200 |" in alone and "not run" not in alone and "avg," not in alone
-    table = {"DySem": {"A": table["DySem"]["A"]}, "dense": {"B": {"spearman": 60.0, "mean_dimensions": 896.0}}}
+    table = {
+        "DySem": {"A": table["DySem"]["A"]},
+        "dense": {"B": {"spearman": 60.0, "mean_dimensions": 896.0}},
+    }
     disjoint = format_table(table, ["A", "B"])
     assert "| dense | – | 60.00 | – | – |" in disjoint and "(none: no task has every row)" in disjoint
     write_json_atomic(tmp_path / "x.json", {"v": float("nan")})

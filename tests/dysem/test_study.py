@@ -82,4 +82,6 @@ def test_the_german_task_is_scored_with_german_in_its_consensus(tiny_model_dir, 
     assert result.summary["language_order"][0] == "en"  # found on the English dev texts
     names = {p.parent.name for p in (tmp_path / "out").rglob("*.json") if "experiments" in p.parts}
     others = [code for code in result.summary["language_order"] if code != "de"]
-    assert any(f"__languages_de-{others[0]}__" in name for name in names), names  # L = 2: German, then the best other
+    assert any(f"__languages_de-{others[0]}__" in name for name in names), (
+        names
+    )  # L = 2: German, then the best other
