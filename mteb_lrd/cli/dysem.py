@@ -110,9 +110,10 @@ def _add_dysem_settings(parser: argparse.ArgumentParser) -> None:
         "about 1,200 forward passes)",
     )
     add_list_option(parser, "--grid-k", dest="grid_k", item_type=positive_int, metavar="K",
-                    default=[128, 256, 512, 1024], help="k values of the dev grid")  # fmt: skip
+                    default=list(StudyOptions.grid_k),
+                    help="k values of the dev grid (those below the model's hidden size are tried)")  # fmt: skip
     add_list_option(parser, "--grid-languages", dest="grid_languages", item_type=positive_int, metavar="L",
-                    default=[1, 2, 4, 6, 8], help="L values of the dev grid")  # fmt: skip
+                    default=list(StudyOptions.grid_languages), help="L values of the dev grid")  # fmt: skip
 
 
 def _add_sizes_and_folders(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,10 @@ class StudyOptions:
         prompt: ``"EP"`` or ``"LP"``.
         component: the representation (``attention``, ``mlp``, ``hidden[:layer]``).
         select_on_dev: choose k, L and value on ``dev_pairs`` pairs of the STS Benchmark dev split
-            over ``grid_k`` x ``grid_languages`` x {source, mean}.
+            over ``grid_k`` x ``grid_languages`` x {source, mean}. Only the ``grid_k`` below the
+            model's hidden size d are tried (a k >= d selects every consensus dimension, the same
+            set for every such k; the smallest k when none is below): the default is the
+            reference's 256..2048 for d = 4096 models, plus 128 for small ones.
         max_pairs: sub-sample every test set to this many pairs (seed 42); ``None``: all.
             ``"auto"`` (and ``tasks`` / ``dev_pairs`` ``"auto"``): :data:`GPU_SIZES` when the model
             runs on a GPU, :data:`CPU_SIZES` otherwise (see :func:`resolve_sizes`).
@@ -75,7 +78,7 @@ class StudyOptions:
     component: str = "attention"
     select_on_dev: bool = False
     dev_pairs: int | str = AUTO
-    grid_k: Sequence[int] = (128, 256, 512, 1024)
+    grid_k: Sequence[int] = (128, 256, 512, 1024, 2048)
     grid_languages: Sequence[int] = (1, 2, 4, 6, 8)
     max_pairs: int | str | None = AUTO
     baselines: bool = True
@@ -263,9 +266,11 @@ def _choose_on_dev(setup: _Setup) -> _DevChoices:
     ordered = setup.dysem(order, settings, num_languages=len(order))
     src_1, stack_1 = ordered.representations(dev.sentence1)
     src_2, stack_2 = ordered.representations(dev.sentence2)
+    hidden = setup.extractor.hidden_size
+    ks = [k for k in options.grid_k if k < hidden] or [min(options.grid_k)]
     points = grid_search(
         src_1, stack_1, src_2, stack_2, dev.scores,
-        ks=options.grid_k, num_languages=[n for n in options.grid_languages if n <= len(order)],
+        ks=ks, num_languages=[n for n in options.grid_languages if n <= len(order)],
     )  # fmt: skip
     best = best_point(points)
     single = [p for p in points if p.num_languages == 1]

@@ -85,3 +85,17 @@ def test_the_german_task_is_scored_with_german_in_its_consensus(tiny_model_dir, 
     assert any(f"__languages_de-{others[0]}__" in name for name in names), (
         names
     )  # L = 2: German, then the best other
+
+
+def test_the_dev_grid_tries_the_k_below_the_hidden_size(tiny_model_dir, shared_sts, tmp_path):
+    from transformers import AutoConfig
+
+    model = tiny_model_dir("llama")
+    hidden = AutoConfig.from_pretrained(model).hidden_size
+    options = StudyOptions(model=str(model), tasks=["STSBenchmark"], languages="en,de", dev_pairs=3, max_pairs=4,
+                           batch_size=8, device="cpu", sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"),
+                           baselines=False, select_on_dev=True, grid_k=(4, 8, hidden, 2 * hidden),
+                           grid_languages=(1, 2))  # fmt: skip
+    assert {p["k"] for p in run_study(options).summary["grid"]} == {4, 8}  # k >= d: every consensus dimension
+    wide = run_study(replace(options, grid_k=(2 * hidden, hidden), output_dir=str(tmp_path / "wide")))
+    assert {p["k"] for p in wide.summary["grid"]} == {hidden}  # none below d: the smallest alone
