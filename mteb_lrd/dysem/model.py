@@ -23,6 +23,7 @@ from mteb_lrd.dysem.languages import LANGUAGES, language_of_task, normalize_lang
 from mteb_lrd.dysem.prompts import PROMPT_KINDS, apply_prompt
 from mteb_lrd.dysem.representation import Component, RepresentationExtractor
 from mteb_lrd.dysem.similarity import dynamic_similarity, semantic_sets
+from mteb_lrd.dysem.store import text_key
 from mteb_lrd.dysem.translation import TranslationSource
 
 __all__ = [
@@ -242,6 +243,8 @@ class DySemModel(_ExtractorEncoder):
             "prompt": prompt,
             "component": self.component.key,
         }
+        if translations is not None:  # other translations, other vectors: another experiment
+            experiment["translations"] = text_key(translations.identity)[:12]
         self._meta = _model_meta("dysem", extractor, 2 * extractor.hidden_size, experiment)
 
     def representations(

@@ -99,6 +99,21 @@ def test_mteb_evaluate_scores_dysem_and_records_dimensions(extractor, corpus, st
     )
 
 
+def test_each_translation_source_is_its_own_experiment(extractor, corpus):
+    """Other translations give other vectors: the mteb experiment (the results folder) must differ."""
+    from mteb_lrd.dysem.translation import ParallelCorpus
+
+    other = ParallelCorpus({"en": TEXTS, "de": FR, "fr": DE}, name="swapped")
+
+    def experiment(translations):
+        model = DySemModel(extractor, languages=["en", "de"], k=6, translations=translations)
+        return model.mteb_model_meta.experiment_kwargs
+
+    assert experiment(corpus) == experiment(corpus)
+    assert experiment(corpus)["translations"] != experiment(other)["translations"]
+    assert "translations" not in experiment(None)
+
+
 @pytest.mark.parametrize("build", [prompteol_baseline, attention_sum_baseline, mean_pooling_baseline])
 def test_baselines_score_cosine_and_report_full_dimension(extractor, sts_task, build):
     model = build(extractor)
