@@ -3,7 +3,7 @@
 Forward hooks on every block's self-attention (after its output projection, before the residual
 add) and MLP sum those outputs over the layers at the last non-padding token; hidden states come
 from the same pass. Texts are run through the decoder's base model, not the LM head: logits over
-a 256k vocabulary would cost more than the blocks of a small model. Each unique (prompted text,
+a 262k vocabulary would cost more than the blocks of a small model. Each unique (prompted text,
 component) is computed once and kept in a content-addressed on-disk store.
 """
 

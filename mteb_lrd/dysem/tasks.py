@@ -62,6 +62,8 @@ def model_similarity_task(task: Any) -> Any:
     if not isinstance(task, AbsTaskSTS):
         raise TypeError(f"model_similarity_task needs an STS task, got {type(task).__name__}")
     cls = type(task)
+    if cls in _CLASSES.values():  # already a copy scored by the model's similarity
+        return copy.copy(task)
     if cls not in _CLASSES:
         _CLASSES[cls] = _scored_by_model_similarity(cls)
     wrapped = copy.copy(task)

@@ -123,6 +123,9 @@ def test_baselines_score_cosine_and_report_full_dimension(extractor, sts_task, b
     scores = result.task_results[0].scores["test"][0]
     assert scores["main_score"] == pytest.approx(scores["cosine_spearman"], abs=1e-9)
     assert scores["mean_dimensions"] == extractor.hidden_size
+    twice = model_similarity_task(model_similarity_task(sts_task()))  # wrapping again changes nothing
+    again = mteb.evaluate(model, [twice], cache=None, co2_tracker=False, show_progress_bar=False)
+    assert again.task_results[0].scores["test"][0]["main_score"] == scores["main_score"]
 
 
 def test_similarity_matrix_matches_pairwise(extractor, corpus):
