@@ -30,7 +30,8 @@ def midrank_percentile(reference: Sequence[float] | np.ndarray, value: float) ->
 
 
 def _cell_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One cell's reference rows (per size) and choice rows (per method and size, distinct sets)."""
+    """One cell's reference rows (per size) and choice rows (per method and size: its distinct sets, and
+    a seeded method's (Random's) distinct draws, so two seeds that drew one set count twice)."""
     model, task = record["model"]["name"], record["task"]
     references, choices = [], []
     for size, sets in sorted(record.get("subsets", {}).items(), key=lambda item: int(item[0])):
@@ -43,12 +44,13 @@ def _cell_rows(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[di
             "median": float(np.median(deltas)),
             "worst": float(deltas[order[0]]), "worst_blocks": keys[order[0]],
         })  # fmt: skip
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, Any, str]] = set()
         for choice in record["choices"]:
             key = block_key(choice["blocks"])
-            if len(choice["blocks"]) != int(size) or (choice["method"], key) in seen:
+            draw = (choice["method"], choice.get("seed"), key)  # a seeded method's draws count one each
+            if len(choice["blocks"]) != int(size) or draw in seen:
                 continue
-            seen.add((choice["method"], key))
+            seen.add(draw)
             choices.append({
                 "model": model, "task": task, "size": int(size), "method": choice["method"], "blocks": key,
                 "delta": float(choice["delta"]), "percentile": midrank_percentile(deltas, float(choice["delta"])),
@@ -62,7 +64,7 @@ def exhaustive_reference(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     Returns:
         ``{"cells": per (model, task, size) the number of sets, the oracle / median / worst Δ and the
         oracle's and worst's blocks; "choices": per (model, task, size, method, distinct block set)
-        its Δ and percentile; "summary": per (method, size) the mean percentile over models (each
+        its Δ and percentile (per seed for Random); "summary": per (method, size) the mean percentile over models (each
         model's mean over its cells and distinct sets first: the model is the unit), with
         ``n_models`` and ``n_cells``}``; empty lists when no record has subsets.
     """

@@ -108,7 +108,7 @@ def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
     model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
     options = json.loads(first["options"] or "{}")
     rec: dict[str, Any] = {"model": model, "task": first["task"], "n_texts": first["n_texts"],
-                           "reproduce": options.get("reproduce") or "ours"}  # fmt: skip
+                           "reproduce": options.get("reproduce") or "ours", "caps": options.get("caps")}  # fmt: skip
     if any(r["row"] == "base" for r in rows):
         rec["base_score"] = next(r["value"] for r in rows if r["row"] == "base")
         rec["choices"] = [{"method": r["method"], "budget": r["budget"], "seed": r["seed"], "delta": r["value"],

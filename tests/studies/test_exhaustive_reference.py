@@ -54,8 +54,10 @@ def test_reference_ranks_choices_and_averages_within_a_model_first():
     a = _record("m1", "t1", subsets, [
         {"method": "nrs", "blocks": [4], "delta": -0.02},
         {"method": "nrs", "blocks": [4], "delta": -0.02},  # another budget, the same set: counted once
-        {"method": "random", "blocks": [3], "delta": -0.10},
-        {"method": "random", "blocks": [5], "delta": -0.05},
+        {"method": "random", "seed": 0, "blocks": [3], "delta": -0.10},
+        {"method": "random", "seed": 1, "blocks": [5], "delta": -0.05},
+        {"method": "random", "seed": 2, "blocks": [5], "delta": -0.05},  # another draw of that set: counted
+        {"method": "random", "seed": 2, "blocks": [5], "delta": -0.05},  # that draw again (a budget of one size)
         {"method": "nrs", "blocks": [4, 5], "delta": -0.2},  # no size-2 reference: not ranked
     ])  # fmt: skip
     b = _record(
@@ -73,7 +75,7 @@ def test_reference_ranks_choices_and_averages_within_a_model_first():
     assert nrs["mean_percentile"] == pytest.approx((m1 + 25.0) / 2)
     assert (nrs["n_models"], nrs["n_cells"]) == (2, 3)
     random = next(r for r in result["summary"] if r["method"] == "random")
-    assert random["per_model"] == pytest.approx({"m1": np.mean([100 * 0.5 / 3, 100 * 1.5 / 3])})
+    assert random["per_model"] == pytest.approx({"m1": np.mean([100 * 0.5 / 3, 100 * 1.5 / 3, 100 * 1.5 / 3])})
     assert exhaustive_reference([]) == {"cells": [], "choices": [], "summary": []}
 
 
