@@ -51,7 +51,9 @@ def test_verdicts_follow_the_rule(tmp_path, sign, d0l, gfmi):
         "**undecided**" in rows["NRS: mean neighbour retention correlates positively with MTEB performance"]
     )
     assert "9 models × 3 tasks × 100 texts" in rows["Frenet: d0L correlates positively with MTEB performance"]
-    assert "|ρ| of at least 0.70 with 9 models, 1.00 with 5 models;" in text  # one task, exact, 9! and 5! orders
+    assert (
+        "|ρ| of at least 0.70 with 9 models, 1.00 with 5 models;" in text
+    )  # one task, exact, 9! and 5! orders
     assert "p < 0.05/3, i.e. |ρ| of at least 0.80, 1.00." in text  # Holm's bar for the best of three
     assert "reaches p < 0.05 from 6 models, and Holm's 0.05/4" in text and "tested claims from 8:" in text
 

@@ -75,7 +75,9 @@ def test_reference_ranks_choices_and_averages_within_a_model_first():
     assert nrs["mean_percentile"] == pytest.approx((m1 + 25.0) / 2)
     assert (nrs["n_models"], nrs["n_cells"]) == (2, 3)
     random = next(r for r in result["summary"] if r["method"] == "random")
-    assert random["per_model"] == pytest.approx({"m1": np.mean([100 * 0.5 / 3, 100 * 1.5 / 3, 100 * 1.5 / 3])})
+    assert random["per_model"] == pytest.approx(
+        {"m1": np.mean([100 * 0.5 / 3, 100 * 1.5 / 3, 100 * 1.5 / 3])}
+    )
     assert exhaustive_reference([]) == {"cells": [], "choices": [], "summary": []}
 
 
