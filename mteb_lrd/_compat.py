@@ -35,6 +35,10 @@ evaluate_abstention``                  skipped while the layers are scored unles
 ``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
                                        pruned model drops it so its own card is generated (as
                                        sentence-transformers' model merging does).
+``transformers.utils.output_capturing.  transformers hooks the blocks for hidden states at the first
+maybe_install_capturing_hooks``        call that asks for them, once: block surgery hooks them
+                                       first, so a block removed then still reports its state once
+                                       restored. Missing: hooks are not lazy there, nothing to do.
 =====================================  ===========================================================
 """
 
@@ -64,6 +68,7 @@ __all__ = [
     "dataloader_factory_sites",
     "drop_loaded_model_card",
     "input_length",
+    "install_output_capturing_hooks",
     "model_registry",
     "quiet_renamed_method_calls",
     "resolve_prompt",
@@ -204,6 +209,34 @@ def drop_loaded_model_card(model: Any) -> None:
     README it was loaded with (sentence-transformers reuses ``_model_card_text`` unless trained)."""
     if hasattr(model, "_model_card_text"):
         model._model_card_text = None
+
+
+def install_output_capturing_hooks(model: Any) -> None:
+    """Hook every block of each outermost transformers model inside ``model`` for hidden states now.
+
+    transformers installs these hooks lazily, at the first forward that asks for hidden states, and
+    marks the model as hooked: blocks absent then (removed by surgery) would never report their
+    states, even once restored. Hooking an outer model also marks the models nested in it; a model
+    with a nested one hooked already (transformers hooks the model whose forward collects the
+    states) is left alone, or its blocks would report twice.
+    """
+    try:
+        from transformers import PreTrainedModel
+        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY, maybe_install_capturing_hooks
+    except ImportError:  # a transformers whose hooks are not lazy
+        return
+
+    def visit(module: Any) -> None:
+        if isinstance(module, PreTrainedModel) and _CAN_RECORD_REGISTRY.get(module):
+            if not any(
+                getattr(inner, "_output_capturing_hooks_installed", False) for inner in module.modules()
+            ):
+                maybe_install_capturing_hooks(module)
+            return
+        for child in module.children():
+            visit(child)
+
+    visit(model)
 
 
 def check() -> list[str]:

@@ -124,6 +124,25 @@ def test_pruned_transformers_model_save_reload_equal(tiny_model_dir, tmp_path, t
     np.testing.assert_array_equal(a[-1], b[-1])
 
 
+def test_a_pruned_model_with_per_layer_rope_flags_saves_and_reloads_equal(tmp_path):
+    """SmolLM3 builds each block from ``config.no_rope_layers``: the saved config must list the kept blocks'."""
+    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+
+    torch.manual_seed(0)
+    config = SmolLM3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                           num_key_value_heads=2, num_hidden_layers=6, pad_token_id=0, bos_token_id=1,
+                           eos_token_id=2, no_rope_layers=[1, 0, 1, 1, 1, 0])  # fmt: skip
+    pruned = prune(SmolLM3ForCausalLM(config).eval(), [1, 3])
+    assert pruned.config.no_rope_layers == [1, 1, 1, 0]
+    pruned.save_pretrained(tmp_path / "p")
+    reloaded = SmolLM3ForCausalLM.from_pretrained(str(tmp_path / "p")).eval()
+    ids = torch.randint(3, 64, (2, 9))
+    with torch.no_grad():
+        np.testing.assert_array_equal(
+            pruned(input_ids=ids).logits.numpy(), reloaded(input_ids=ids).logits.numpy()
+        )
+
+
 def test_skip_blocks_restores_model(tiny_model_dir, texts):
     path = tiny_model_dir("llama", num_layers=4)
     model = _load("llama", path)
@@ -140,6 +159,24 @@ def test_skip_blocks_restores_model(tiny_model_dir, texts):
     from mteb_lrd.extraction.architectures import locate
 
     assert [b.self_attn.layer_idx for b in locate(model).blocks] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("kind", ["bert", "mpnet", "llama", "qwen2", "gpt2"])
+def test_a_model_first_asked_for_its_states_inside_skip_blocks_reports_all_of_them_after(
+    kind, tiny_model_dir, texts
+):
+    """transformers hooks the blocks for hidden states at the first call that asks for them: the
+    surgery must not let that happen while blocks are out, or they never report again."""
+    path = tiny_model_dir(kind, num_layers=4)
+    tokenizer = load_tiny_tokenizer(path)
+    model = _load(kind, path)  # fresh: never asked for hidden states
+    with skip_blocks(model, [1, 2]):
+        assert len(_hidden_states(model, tokenizer, texts[:3])) == 3
+    after = _hidden_states(model, tokenizer, texts[:3])
+    reference = _hidden_states(_load(kind, path), tokenizer, texts[:3])
+    assert len(after) == len(reference) == 5
+    for mine, theirs in zip(after, reference, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
 
 
 def test_skip_blocks_restores_after_exception(tiny_model_dir):

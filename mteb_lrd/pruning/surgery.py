@@ -2,9 +2,9 @@
 
 Block ``i`` is the module ``blocks[i]`` (``model.encoder.layer[i]``, ``model.layers[i]``, ...), the
 block that *produces* hidden state ``h_{i+1}``. Removing a block deletes it from its ``ModuleList``
-and keeps the model self-consistent: ``config.num_hidden_layers``, ``config.layer_types`` and every
-``layer_idx`` attribute (which indexes the KV cache) follow the kept blocks. Replacing a block by a
-pass-through module instead would silently shift hidden-state indices, and changing only
+and keeps the model self-consistent: ``config.num_hidden_layers``, the per-layer config lists
+(:data:`PER_LAYER_CONFIG`) and every ``layer_idx`` attribute (which indexes the KV cache) follow
+the kept blocks. Replacing a block by a pass-through module instead would silently shift hidden-state indices, and changing only
 ``num_hidden_layers`` silently truncates Qwen2-style models (see the integration spec).
 """
 
@@ -16,13 +16,20 @@ from typing import Any
 
 from torch import nn
 
+from mteb_lrd import _compat
 from mteb_lrd.extraction.architectures import locate
 
 __all__ = [
+    "PER_LAYER_CONFIG",
     "remove_blocks",
     "skip_blocks",
     "validate_blocks",
 ]
+
+
+PER_LAYER_CONFIG: tuple[str, ...] = ("layer_types", "no_rope_layers")
+"""Config lists with one entry per block (attention kind; SmolLM3's RoPE flags), filtered to the kept
+blocks: a saved pruned model rebuilds each block from them."""
 
 
 def validate_blocks(blocks: Sequence[int], num_blocks: int) -> list[int]:
@@ -79,6 +86,7 @@ def remove_blocks(model: object, blocks: Sequence[int]) -> tuple[list[int], Call
     """
     located = locate(model)
     removed = validate_blocks(list(blocks), located.num_blocks)
+    _compat.install_output_capturing_hooks(model)  # while every block is there (see there)
     config = getattr(located.model, "config", None)
     original_blocks = located.blocks
     kept = [i for i in range(located.num_blocks) if i not in set(removed)]
@@ -92,10 +100,11 @@ def remove_blocks(model: object, blocks: Sequence[int]) -> tuple[list[int], Call
     if config is not None:
         old_config["num_hidden_layers"] = config.num_hidden_layers
         config.num_hidden_layers = len(kept)
-        layer_types = getattr(config, "layer_types", None)
-        if isinstance(layer_types, list) and len(layer_types) == located.num_blocks:
-            old_config["layer_types"] = layer_types
-            config.layer_types = [layer_types[i] for i in kept]
+        for name in PER_LAYER_CONFIG:
+            per_layer = getattr(config, name, None)
+            if isinstance(per_layer, list) and len(per_layer) == located.num_blocks:
+                old_config[name] = per_layer
+                setattr(config, name, [per_layer[i] for i in kept])
 
     def undo() -> None:
         setattr(located.blocks_parent, located.blocks_attribute, original_blocks)
