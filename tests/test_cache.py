@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModel
+from transformers import AutoModel, AutoModelForCausalLM
 
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.extraction.extractor import LayerExtractor
@@ -207,6 +207,7 @@ def test_weight_changed_in_place_misses_the_cache(tiny_model_dir, texts, tmp_pat
     kwargs = dict(batch_size=4, shard_size=8, cache_dir=str(tmp_path), show_progress_bar=False)
     first = LayerExtractor(model, tokenizer, **kwargs)
     before = first.extract(texts)
+    old = first.identity
     params = list(model.parameters())
     # a parameter the old identity never looked at (it sampled the first, middle and last ones)
     name, victim = next(
@@ -216,12 +217,40 @@ def test_weight_changed_in_place_misses_the_cache(tiny_model_dir, texts, tmp_pat
     with torch.no_grad():
         victim.view(-1)[-1] += 0.5
     again = LayerExtractor(model, tokenizer, **kwargs)
-    assert again.identity != first.identity, name
+    assert again.identity != old, name
+    assert first.identity == again.identity  # the extractor that digested it before sees the edit too
     after = again.extract(texts)
     fresh = LayerExtractor(model, tokenizer, **{**kwargs, "cache_dir": None}).extract(texts)
     np.testing.assert_array_equal(after.states, fresh.states)
+    np.testing.assert_array_equal(first.extract(texts).states, fresh.states)  # not its stale shards
     assert not np.array_equal(after.states[2:], before.states[2:])  # layer 1 onwards really changed
     assert len(list(tmp_path.rglob("*.npz"))) == 4  # two shards per identity
+
+
+@pytest.mark.parametrize("change", ["pad token", "padding side", "vocabulary"])
+def test_another_tokenizer_misses_the_cache(tiny_model_dir, texts, tmp_path, change):
+    """The same weights with a tokenizer that gives other ids (or pads elsewhere) are another model."""
+    path = tiny_model_dir("llama")
+    model = AutoModelForCausalLM.from_pretrained(str(path))
+    kwargs = dict(batch_size=4, shard_size=8, cache_dir=str(tmp_path), show_progress_bar=False,
+                  pooling="last", last_token="reference")  # fmt: skip
+    tokenizer = load_tiny_tokenizer(path)
+    first = LayerExtractor(model, tokenizer, **kwargs)
+    before = first.extract(texts)
+    identity = first.identity
+    other = load_tiny_tokenizer(path)
+    if change == "pad token":
+        other.pad_token = other.eos_token
+    elif change == "padding side":
+        other.padding_side = "right"
+    else:
+        other.add_tokens(["zzzq"])
+    again = LayerExtractor(model, other, **kwargs)
+    assert again.identity != identity
+    fresh = LayerExtractor(model, other, **{**kwargs, "cache_dir": None}).extract(texts)
+    np.testing.assert_array_equal(again.extract(texts).states, fresh.states)
+    assert first.identity == identity  # its own tokenizer did not change (the extraction restores it)
+    np.testing.assert_array_equal(first.extract(texts).states, before.states)
 
 
 def test_shard_copied_within_the_extraction_cache_is_rebuilt(tiny_model_dir, texts, tmp_path, caplog):

@@ -106,6 +106,10 @@ def test_final_norm_conventions(tiny_model_dir, texts):
     np.testing.assert_allclose(runs["all"].states[1], unit(normed_first), atol=1e-5)
     np.testing.assert_allclose(runs["as_is"].states[1], unit(hs[1][:, -1]), atol=1e-5)
     assert not np.allclose(runs["none"].states[-1], runs["as_is"].states[-1], atol=1e-3)
+    # the embeddings mteb scores are the model's own output (its last state, normed) under every convention
+    for mode in ("all", "none"):
+        np.testing.assert_array_equal(runs[mode].embeddings, runs["as_is"].embeddings)
+    np.testing.assert_allclose(runs["as_is"].embeddings, hs[-1][:, -1].numpy(), rtol=1e-5, atol=1e-4)
 
 
 def test_interrupted_run_resumes_without_recomputing(tiny_model_dir, texts, tmp_path, monkeypatch):

@@ -53,6 +53,12 @@ def test_pool_reference_rule_hand_case():
     assert pool(hidden, mask, "last", "reference").flatten().tolist() == [2.0, 9.0]
     with pytest.raises(ValueError, match="last_token"):
         pool(hidden, mask, "last", "final")
+    # CLS: the first real token, also in a left-padded row (a decoder's batch), not a pad
+    assert pool(hidden, mask, "cls").flatten().tolist() == [2.0, 5.0]
+    assert pool(hidden, torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), "cls").flatten().tolist() == [
+        0.0,
+        5.0,
+    ]
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.extraction.final_norm import FINAL_NORMS, apply_final_norm, capture_pre_norm
-from mteb_lrd.extraction.identity import model_identity
+from mteb_lrd.extraction.identity import model_identity, state_fingerprint
 from mteb_lrd.extraction.layer_states import LayerStates, clean_texts
 from mteb_lrd.extraction.loading import (
     load_model,
@@ -186,7 +186,7 @@ class LayerExtractor:
         self.show_progress_bar = opts.show_progress_bar
         self.cache = ArrayCache(os.path.expanduser(opts.cache_dir)) if opts.cache_dir is not None else None
         self.shard_size = opts.shard_size
-        self._identity: str | None = None
+        self._identity: tuple[Any, str] | None = None
 
     def _plain_pooling(self, pooling: str, overrides: Mapping[str, str] | None) -> tuple[str, str]:
         if pooling != "auto":
@@ -223,10 +223,12 @@ class LayerExtractor:
 
     @property
     def identity(self) -> str:
-        """A digest of the model (name, config, sampled weights, pipeline) for cache keys."""
-        if self._identity is None:
-            self._identity = model_identity(self.loaded)
-        return self._identity
+        """A digest of the model (name, config, tokenizer, every weight, pipeline) for cache keys,
+        computed again whenever the model or its tokenizer changed since (:func:`state_fingerprint`)."""
+        fingerprint = state_fingerprint(self.loaded)
+        if self._identity is None or self._identity[0] != fingerprint:
+            self._identity = (fingerprint, model_identity(self.loaded))
+        return self._identity[1]
 
     # -- extraction -------------------------------------------------------------------------
     def extract(self, texts: Sequence[str], *, prompt: str | None = None) -> LayerStates:
@@ -359,6 +361,7 @@ class LayerExtractor:
             else:
                 hidden, mask = self._forward_transformers(batch, prompt)
                 final, features = None, None
+        own_last = hidden[-1]  # the model's own last state, whatever convention the layers follow
         hidden = apply_final_norm(
             list(hidden), self.loaded.architecture.final_norm, self.final_norm, captured
         )
@@ -371,8 +374,8 @@ class LayerExtractor:
         else:
             rule = "reference" if self.last_token == "reference" else "true"
             pooled = torch.stack([pool(h, mask, self.pooling, rule) for h in hidden])
-        if final is None:
-            final = pooled[-1]
+        if final is None:  # a plain model's own output: its last state pooled, as the layers are
+            final = pooled[-1] if hidden[-1] is own_last else pool(own_last, mask, self.pooling, rule)
         return pooled.cpu(), final.float().cpu()
 
     def _forward_sentence_transformer(self, batch: list[str], prompt: str | None) -> tuple[Any, ...]:
@@ -388,7 +391,8 @@ class LayerExtractor:
     def _forward_transformers(self, batch: list[str], prompt: str | None) -> tuple[Any, torch.Tensor]:
         tokenizer = self.loaded.tokenizer
         causal = self.loaded.architecture.spec.causal
-        if causal and tokenizer.pad_token is None:
+        no_pad = causal and tokenizer.pad_token is None
+        if no_pad:  # for this call only: the caller's tokenizer is left as it was
             tokenizer.pad_token = tokenizer.eos_token
         texts = [prompt + t for t in batch] if prompt else batch
         padding_side = tokenizer.padding_side
@@ -399,6 +403,8 @@ class LayerExtractor:
             )
         finally:
             tokenizer.padding_side = padding_side
+            if no_pad:
+                tokenizer.pad_token = None
         enc = {
             k: v.to(self.device)
             for k, v in enc.items()

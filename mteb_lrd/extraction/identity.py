@@ -1,17 +1,21 @@
-"""A digest of a loaded model for cache keys: it changes when any weight, the config or the pipeline change.
+"""A digest of a loaded model for cache keys: it changes when any weight, the config, the tokenizer
+or the pipeline change.
 
 Cached vectors are only as trustworthy as the key they are stored under, so the identity covers
-**every byte of every parameter and buffer** (with its name, dtype and shape), not a sample: a
-model edited in place (one weight of any layer) gets a new identity and its stale vectors are never
-reused. SHA-256 runs at memory speed on current CPUs (hardware SHA extensions; ``hashlib`` releases
-the GIL, so tensors are hashed on a few threads): 0.15–0.35 s for all-MiniLM-L6-v2 (22.7 M
-parameters, 91 MB) on two busy cores, no more than one raw SHA-256 of its bytes; a 7 B float16
-model takes seconds, once per extractor — small next to one forward pass over a task.
+**every byte of every parameter and buffer** (with its name, dtype and shape), not a sample, and
+everything about the tokenizer that decides its ids: a model edited in place (one weight of any
+layer) or given another tokenizer gets a new identity and its stale vectors are never reused (an
+extractor digests the model again whenever :func:`state_fingerprint` sees a change). SHA-256 runs at
+memory speed on current CPUs (hardware SHA extensions; ``hashlib`` releases the GIL, so tensors are
+hashed on a few threads): 0.15–0.35 s for all-MiniLM-L6-v2 (22.7 M parameters, 91 MB) on two busy
+cores, no more than one raw SHA-256 of its bytes; a 7 B float16 model takes seconds, once per
+extractor and model state — small next to one forward pass over a task.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +25,7 @@ import torch
 
 from mteb_lrd.extraction.loading import LoadedModel
 
-__all__ = ["model_identity", "weights_digest"]
+__all__ = ["model_identity", "state_fingerprint", "tokenizer_digest", "weights_digest"]
 
 _THREADS = max(1, min(8, os.cpu_count() or 1))
 
@@ -71,12 +75,56 @@ def weights_digest(module: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+def _tokenizer(loaded: LoadedModel) -> Any:
+    """The tokenizer that turns texts into the model's ids (a SentenceTransformer's own)."""
+    return getattr(loaded.model, "tokenizer", None) if loaded.is_sentence_transformer else loaded.tokenizer
+
+
+def _tokenizer_settings(tokenizer: Any) -> str:
+    """What a tokenizer object adds to its vocabulary: size, special tokens, sides, BOS / EOS flags."""
+    if tokenizer is None:
+        return "none"
+    special = sorted(
+        (str(k), str(v)) for k, v in (getattr(tokenizer, "special_tokens_map", None) or {}).items()
+    )
+    return repr((type(tokenizer).__name__, len(tokenizer), special, getattr(tokenizer, "padding_side", None),
+                 getattr(tokenizer, "truncation_side", None), getattr(tokenizer, "add_bos_token", None),
+                 getattr(tokenizer, "add_eos_token", None)))  # fmt: skip
+
+
+def tokenizer_digest(tokenizer: Any) -> str:
+    """SHA-256 of what decides the ids a tokenizer gives: a fast tokenizer's whole serialisation
+    (vocabulary, merges, normaliser, pre-tokeniser, post-processor, added tokens; not the padding and
+    truncation state a call leaves behind), else its vocabulary, and its settings."""
+    h = hashlib.sha256(_tokenizer_settings(tokenizer).encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        serialised = json.loads(backend.to_str())
+        serialised.pop("padding", None)
+        serialised.pop("truncation", None)
+        h.update(json.dumps(serialised, sort_keys=True, ensure_ascii=False).encode())
+    elif tokenizer is not None:
+        h.update(json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False).encode())
+    return h.hexdigest()
+
+
+def state_fingerprint(loaded: LoadedModel) -> tuple[Any, ...]:
+    """A cheap stand-in for :func:`model_identity`: it changes when the identity may have, so the
+    identity is computed again only then. It reads every tensor's address, shape, dtype and torch's
+    version counter (bumped by every in-place operation on it; a write through ``.data`` bypasses
+    the counter and goes unseen), the config and the tokenizer's settings."""
+    hf: Any = loaded.architecture.model
+    module = loaded.model if loaded.is_sentence_transformer else hf
+    tensors = tuple((name, t.data_ptr(), t._version, tuple(t.shape), t.dtype) for name, t in _tensors(module))
+    return tensors, hf.config.to_json_string(use_diff=False), _tokenizer_settings(_tokenizer(loaded))
+
+
 def model_identity(loaded: LoadedModel) -> str:
-    """A cache key part that changes when any weight, the config or the pipeline change.
+    """A cache key part that changes when any weight, the config, the tokenizer or the pipeline change.
 
     Covers the model class, its name, the full config, the SentenceTransformer pipeline (modules and
-    their settings) and :func:`weights_digest` of everything that runs: the SentenceTransformer with
-    all its modules (a Dense head too), or the transformers model.
+    their settings), :func:`tokenizer_digest` and :func:`weights_digest` of everything that runs:
+    the SentenceTransformer with all its modules (a Dense head too), or the transformers model.
     """
     hf: Any = loaded.architecture.model
     h = hashlib.sha256()
@@ -85,5 +133,6 @@ def model_identity(loaded: LoadedModel) -> str:
     h.update(hf.config.to_json_string(use_diff=False).encode())
     if loaded.is_sentence_transformer:
         h.update(repr(loaded.model).encode())
+    h.update(tokenizer_digest(_tokenizer(loaded)).encode())
     h.update(weights_digest(loaded.model if loaded.is_sentence_transformer else hf).encode())
     return h.hexdigest()

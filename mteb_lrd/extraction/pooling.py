@@ -71,7 +71,8 @@ def pool(
     Args:
         hidden: token states of one layer.
         attention_mask: ``(B, T)``, 1 for real tokens.
-        mode: ``"mean"`` (mask-weighted), ``"cls"`` (first token) or ``"last"``.
+        mode: ``"mean"`` (mask-weighted), ``"cls"`` (the first real token, for left and right
+            padding) or ``"last"``.
         last_token: for ``"last"``: ``"true"`` (the last real token, for left and right padding)
             or ``"reference"`` (position ``mask.sum(1) - 1`` as the authors' code takes it: right
             only for unpadded or right-padded rows).
@@ -86,8 +87,9 @@ def pool(
     if mode == "mean":
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-    if mode == "cls":
-        return hidden[:, 0]
+    if mode == "cls":  # the first real token: position 0 when right-padded, later when left-padded
+        first = mask.bool().int().argmax(dim=1)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), first]
     if mode == "last":
         if last_token == "reference":
             last = (mask.sum(dim=1) - 1).clamp(min=0)
