@@ -269,7 +269,8 @@ def model_level_tests(
 ) -> dict[str, dict[str, Any]]:
     """Per score: the median ρ over tasks tested by relabelling the models jointly across tasks
     (:func:`~mteb_lrd.metrics.permutation.joint_permutation`, exact up to 10 models), on the models
-    and tasks where every model has the score, then Holm's adjustment over the scores tested.
+    and tasks where every model has the score and neither it nor the main score is constant across
+    the models (spec §5), then Holm's adjustment over the scores tested.
 
     Returns:
         ``{score: {"median_rho", "p", "p_holm", "exact", "n_models", "n_tasks", "ci_low", "ci_high"}}``
@@ -282,11 +283,11 @@ def model_level_tests(
     for name in names:
         usable = [t for t in tasks if all(np.isfinite(scores.get(t, {}).get(m, {}).get(name, np.nan))
                                           for m in models)]  # fmt: skip
+        x = np.array([[scores[t][m][name] for m in models] for t in usable]).reshape(len(usable), len(models))
+        y = np.array([[main[t][m] for m in models] for t in usable]).reshape(len(usable), len(models))
+        varies = (np.ptp(x, axis=1) > 0) & (np.ptp(y, axis=1) > 0)  # spec §5: a constant vector skips its task
+        usable, x, y = [t for t, keep in zip(usable, varies, strict=True) if keep], x[varies], y[varies]
         if len(models) < MIN_MODELS or not usable:
-            continue
-        x = np.array([[scores[t][m][name] for m in models] for t in usable])
-        y = np.array([[main[t][m] for m in models] for t in usable])
-        if np.any(np.ptp(x, axis=1) == 0) or np.any(np.ptp(y, axis=1) == 0):
             continue
         test = joint_permutation(x, y)
         interval = bootstrap_median_spearman(x, y)

@@ -119,6 +119,24 @@ def test_model_level_tests_relabel_models_jointly_and_adjust_by_holm():
     )
 
 
+def test_a_task_where_a_score_is_constant_is_skipped_for_that_score_only():
+    from mteb_lrd.metrics.permutation import joint_permutation
+    from mteb_lrd.studies.selection_analysis import model_level_tests
+
+    models = ["m1", "m2", "m3", "m4"]
+    main = {t: dict(zip(models, perf, strict=True))
+            for t, perf in {"A": [0.1, 0.5, 0.3, 0.9], "B": [0.2, 0.4, 0.6, 0.8], "C": [0.3, 0.1, 0.2, 0.4]}.items()}  # fmt: skip
+    flat = {"A": [1.0, 1.0, 1.0, 1.0], "B": [2.0, 3.0, 5.0, 4.0], "C": [1.0, 4.0, 2.0, 3.0]}  # A: constant
+    varied = {"A": [1.0, 2.0, 3.0, 4.0], "B": [4.0, 3.0, 2.0, 1.0], "C": [2.0, 1.0, 4.0, 3.0]}
+    scores = {
+        t: {m: {"flat": flat[t][i], "varied": varied[t][i]} for i, m in enumerate(models)} for t in main
+    }
+    tested = model_level_tests(scores, main)
+    assert tested["flat"]["n_tasks"] == 2 and tested["varied"]["n_tasks"] == 3
+    y = [[main[t][m] for m in models] for t in ("B", "C")]
+    assert tested["flat"]["p"] == pytest.approx(joint_permutation([flat["B"], flat["C"]], y).p)
+
+
 def test_strongest_compares_dependent_correlations_exactly_and_adjusts_by_holm():
     from mteb_lrd.metrics.permutation import holm, spearman_difference
     from mteb_lrd.studies.selection_analysis import strongest_tests
