@@ -285,7 +285,9 @@ def model_level_tests(
                                           for m in models)]  # fmt: skip
         x = np.array([[scores[t][m][name] for m in models] for t in usable]).reshape(len(usable), len(models))
         y = np.array([[main[t][m] for m in models] for t in usable]).reshape(len(usable), len(models))
-        varies = (np.ptp(x, axis=1) > 0) & (np.ptp(y, axis=1) > 0)  # spec §5: a constant vector skips its task
+        varies = (np.ptp(x, axis=1) > 0) & (
+            np.ptp(y, axis=1) > 0
+        )  # spec §5: a constant vector skips its task
         usable, x, y = [t for t, keep in zip(usable, varies, strict=True) if keep], x[varies], y[varies]
         if len(models) < MIN_MODELS or not usable:
             continue
