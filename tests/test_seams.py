@@ -264,6 +264,19 @@ def test_sts_per_layer_scores_carry_a_bootstrap_interval_over_pairs(tiny_st):
     assert "interval" not in retrieval.task_results[0].scores["test"][0]["per_layer"]
 
 
+def test_an_undefined_layer_score_is_written_as_null_in_strict_json(tiny_model_dir, tmp_path):
+    """A CLS-pooled encoder's h_0 is one vector for every text: its STS score and interval are
+    undefined, and the result file stays strict JSON (null, never NaN)."""
+    path = tiny_model_dir("bert")
+    wrapped = with_layer_dynamics(str(path), pooling="cls", name="tiny/cls")
+    mteb.evaluate(wrapped, [sts_task()], cache=mteb.ResultCache(str(tmp_path)), **RUN)
+    (written,) = [p for p in tmp_path.rglob("*.json") if p.name != "model_meta.json"]
+    per_layer = json.loads(written.read_text(), parse_constant=lambda name: pytest.fail(f"{name} in {written}"))[
+        "scores"]["test"][0]["per_layer"]  # fmt: skip
+    assert per_layer["scores"][0] is None and per_layer["interval"]["low"][0] is None
+    assert per_layer["scores"][-1] is not None and per_layer["interval"]["low"][-1] is not None
+
+
 def test_no_future_warning_from_our_calls(tiny_st):
     """mteb calls sentence-transformers' renamed get_sentence_embedding_dimension when it wraps a
     SentenceTransformer: that FutureWarning is not the user's concern, and no other shows."""

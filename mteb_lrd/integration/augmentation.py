@@ -198,7 +198,7 @@ def per_layer_scores(
     }
     interval = pair_interval(pairs, len(layers))
     if interval is not None:
-        record["interval"] = interval
+        record["interval"] = to_jsonable(interval)  # an undefined layer's bounds: null, not NaN
     if depth is not None:
         record["search_depth"] = depth
     return record
