@@ -248,10 +248,27 @@ def test_a_templated_unit_is_its_own_experiment_and_resumes_apart(models, task_s
     assert second.main_score != first.main_score
 
 
+def test_a_unit_under_other_embedding_settings_or_another_name_is_stored_and_resumed_apart(
+    models, task_specs, tmp_path
+):
+    plain = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
+    unit = Unit(models[0], task_specs[0])
+    first = run_unit(unit, plain)
+    for other in (UnitConfig(str(tmp_path), {**OPTIONS, "max_length": 8}, batch_size=4),
+                  UnitConfig(str(tmp_path), OPTIONS, batch_size=4, name="org/other")):  # fmt: skip
+        assert not is_finished(unit, other)
+        again = run_unit(unit, other)
+        assert is_finished(unit, other) and is_finished(unit, plain) and again.path != first.path
+    assert Path(again.path).parts[-3] == "org__other"  # results/<name>/<revision>/<Task>.json
+    truncated = run_unit(unit, UnitConfig(str(tmp_path), {**OPTIONS, "max_length": 8}, batch_size=4))
+    assert Path(truncated.path).parent.name == "max_length_8"  # an mteb experiment of the model
+
+
 def test_unit_keys_and_bad_resources(models, task_specs, tmp_path):
     relative = os.path.relpath(models[0])
     assert Unit(relative, task_specs[0]).key == Unit(models[0], task_specs[0]).key
     assert Unit(models[0], task_specs[0], (1,)).key != Unit(models[0], task_specs[0]).key
+    assert Unit(models[0], "STS12").key == Unit(models[0], "LocalSTS12").key  # one task, one result file
     with pytest.raises(ValueError, match="resources and retries must be >= 0"):
         RayResources(gpus_per_unit=-1)
 

@@ -3,6 +3,8 @@ options object, the keywords of the extractor one to one."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -13,7 +15,7 @@ from mteb_lrd.extraction.loading import resolve_dtype
 from mteb_lrd.extraction.pooling import LAST_TOKEN_RULES, POOLINGS, REFERENCE_POOLING_OVERRIDES
 from mteb_lrd.extraction.templates import resolve_template
 
-__all__ = ["ExtractionOptions"]
+__all__ = ["SCORING_DEFAULTS", "ExtractionOptions", "scoring_settings"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,26 @@ class ExtractionOptions:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
         resolve_dtype(self.dtype)
         resolve_template(self.template)  # a bad template fails here, before any model loads
+
+
+SCORING_DEFAULTS: dict[str, object] = {"dtype": None, "pooling": "auto", "pooling_overrides": None,
+                                       "last_token": "true", "max_length": 512}  # fmt: skip
+"""The extraction settings, with their defaults, that change the embeddings a model is scored on
+(``final_norm`` touches the layer states only; ``template`` is labelled on its own)."""
+
+
+def scoring_settings(values: Mapping[str, object]) -> dict[str, str]:
+    """The settings of ``values`` (extraction options as a mapping) that change the scored embeddings
+    and differ from their defaults, as short file-name-safe strings: what keeps a run under them
+    apart from the model's plain results (an mteb experiment)."""
+    found: dict[str, str] = {}
+    for key, default in SCORING_DEFAULTS.items():
+        value = values.get(key, default)
+        if value is None or value == default:
+            continue
+        if key == "pooling_overrides":
+            text = json.dumps(dict(value), sort_keys=True) if isinstance(value, Mapping) else str(value)
+            found[key] = hashlib.sha256(text.encode()).hexdigest()[:8]
+        else:
+            found[key] = str(value).removeprefix("torch.")
+    return found

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.extraction.options import scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import row_is_complete
@@ -63,10 +64,17 @@ class Unit:
 
     @property
     def key(self) -> str:
-        """Stable identity of the unit (folders resolved to absolute paths)."""
+        """Stable identity of the unit (folders resolved to absolute paths, task names to the one
+        name of the task: ``STS12`` and ``LocalSTS12`` write one result file)."""
+        from mteb_lrd.integration.task_names import canonical_task_name
+
         model = str(Path(self.model).resolve()) if Path(self.model).is_dir() else self.model
         task, sep, kind = self.task.rpartition("=")
-        task = f"{Path(task).resolve()}={kind}" if sep and Path(task).is_dir() else self.task
+        task = (
+            f"{Path(task).resolve()}={kind}"
+            if sep and Path(task).is_dir()
+            else canonical_task_name(self.task)
+        )
         return content_key({"model": model, "task": task, "blocks": list(self.blocks)})[:24]
 
     def __str__(self) -> str:
@@ -106,9 +114,13 @@ def units_for(models: Sequence[str], tasks: Sequence[str],
 
 
 def _ledger(config: UnitConfig, unit: Unit) -> Path:
-    # A templated run is another experiment of the model: its own entry, so neither skips the other.
+    # A run stored elsewhere (another experiment of the model: a template, settings that change the
+    # embeddings; another name or revision) has its own entry, so neither skips the other.
     template = config.options.get("template")
     suffix = f"-template_{template_label(template)}" if template else ""
+    elsewhere = {**scoring_settings(config.options), "name": config.name, "revision": config.revision}
+    if any(value is not None for value in elsewhere.values()):
+        suffix += f"-{content_key(elsewhere)[:12]}"
     return Path(config.results) / LEDGER_FOLDER / f"{unit.key}{suffix}.json"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from mteb.types import BatchedInput, PromptType
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
 from mteb_lrd.extraction.layer_states import distinct_texts
-from mteb_lrd.extraction.options import ExtractionOptions
+from mteb_lrd.extraction.options import ExtractionOptions, scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
@@ -114,8 +115,12 @@ class LayerDynamicsModel(AbsEncoder):
         )
         self.background = BackgroundDynamics()
         meta = model_meta(self.inner, self.extractor.loaded.architecture.model, name, revision)
-        if self.extractor.template is not None:  # its results sit beside the model's, never over them
-            label = {"template": template_label(self.extractor.template)}
+        label = scoring_settings(
+            asdict(extraction)
+        )  # other embeddings: beside the model's results, never over them
+        if self.extractor.template is not None:
+            label["template"] = template_label(self.extractor.template)
+        if label:
             meta = meta.model_copy(
                 update={"experiment_kwargs": {**dict(meta.experiment_kwargs or {}), **label}}
             )
