@@ -184,6 +184,26 @@ def test_leaderboard_values_equal_the_result_files(results):
     assert board.rows[[r[1] for r in board.rows].index("removed [1, 2] of 4, rule=gfmi")][2] == "r1"
 
 
+def test_a_choice_of_scored_layers_keeps_each_score_at_its_hidden_state(tmp_path):
+    """per_layer scores of a layer choice (h_0, h_4, h_8 of 9 states) belong to those states, in a
+    pruned variant too (base numbering), not to h_0, h_1, h_2."""
+    from mteb_lrd.integration.results import ModelVariant, TaskRecord
+    from mteb_lrd.report.plots import per_layer_figure
+    from mteb_lrd.report.tables import best_layer
+
+    entry = {"scores": [0.2, 0.5, 0.9], "layers": [0, 4, 8], "num_states": 9}
+    record = TaskRecord("T", "test", 0.9, [{"main_score": 0.9, "per_layer": entry}])
+    plain = ModelVariant("m", "r", None, None, tmp_path, {"T": record})
+    assert best_layer(plain, [record]) == (8, pytest.approx(0.9))
+    pruned = ModelVariant("m", "r", "x", {"removed_blocks": [1, 2]}, tmp_path, {"T": record})
+    assert best_layer(pruned, [record]) == (10, pytest.approx(0.9))  # its h_8 is the base's h_10
+    old = TaskRecord("T", "test", 0.9, [{"main_score": 0.9, "per_layer": {"scores": [0.2, 0.5, 0.9]}}])
+    assert best_layer(plain, [old]) == (2, pytest.approx(0.9))  # no layers recorded: every state
+    assert best_layer(plain, [record, old]) == (None, None)  # other states: no common curve
+    figure = per_layer_figure([plain], ["T"])  # x: relative depth in the base model
+    assert list(figure.axes[0].lines[0].get_xdata()) == [0, 0.5, 1]
+
+
 def test_best_layer_is_the_argmax_in_base_numbering(results):
     files = _files(results)
     board = leaderboard(load_variants(results))

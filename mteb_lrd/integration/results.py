@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "ResultsFolder",
     "TaskRecord",
     "UnreadableResult",
+    "entry_states",
     "load_variants",
     "read_results",
     "results_root",
@@ -97,6 +99,19 @@ class TaskRecord:
             return None
         return np.mean(np.array(rows, dtype=float), axis=0)
 
+    def per_layer_states(self) -> tuple[np.ndarray, int] | None:
+        """The hidden state (this model's numbering) of each of :meth:`per_layer_scores`, and the
+        model's number of states: each entry's ``layers`` and ``num_states`` (a choice of layers
+        scores only some states; an entry without them scored every state). ``None`` when there
+        are no per-layer scores or the subsets scored different states."""
+        if self.per_layer_scores() is None:
+            return None
+        found = {(tuple(states.tolist()), num) for states, num in map(entry_states, self.per_layer)}
+        if len(found) != 1:
+            return None
+        states, num = found.pop()
+        return np.array(states, dtype=int), num
+
     def n_used(self) -> dict[str, int]:
         """Texts each LRD metric used: the smallest over subsets (``{}`` without layer dynamics)."""
         counts: dict[str, int] = {}
@@ -151,12 +166,31 @@ class ModelVariant:
         kept = [b for b in range(num_states - 1 + len(removed)) if b not in removed]
         return np.array([0, *(b + 1 for b in kept[: num_states - 1])])
 
+    def scored_layers(self, record: TaskRecord) -> np.ndarray | None:
+        """The base model's hidden-state index of each of ``record``'s per-layer scores."""
+        found = record.per_layer_states()
+        if found is None:
+            return None
+        states, num_states = found
+        return self.original_layers(num_states)[states]
+
     def base_num_blocks(self, num_states: int) -> int:
         """Blocks of the base model, given this variant's number of hidden states."""
         recorded = (self.experiment_kwargs or {}).get("num_blocks")
         if isinstance(recorded, int) and not isinstance(recorded, bool):
             return recorded
         return num_states - 1 + len(self.removed_blocks)
+
+
+def entry_states(entry: Mapping[str, Any]) -> tuple[np.ndarray, int]:
+    """The hidden state (the model's own numbering) of each score of one ``per_layer`` entry and the
+    model's number of states (every state, in order, for an entry that names none)."""
+    scores = entry.get("scores") or []
+    layers = entry.get("layers")
+    named = isinstance(layers, list) and len(layers) == len(scores)
+    states = np.array(layers if named else range(len(scores)), dtype=int)
+    num = entry.get("num_states")
+    return states, int(num) if isinstance(num, int) and named else len(scores)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 from scipy import stats
 
-from mteb_lrd.integration.results import ModelVariant
+from mteb_lrd.integration.results import ModelVariant, entry_states
 from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.comparison import mean_over, shared_tasks
 
@@ -117,12 +117,20 @@ def _score_label(variants: Sequence[ModelVariant], task: str) -> str:
     return "main score × 100"
 
 
-def _curve(variant: ModelVariant, task: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _curve(variant: ModelVariant, task: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The per-layer scores × 100 of ``variant`` on ``task``, their base-model layers and the base
+    model's number of blocks."""
     record = variant.tasks.get(task)
-    curve = record.per_layer_scores() if record else None
-    if curve is None:
+    if record is None:
         return None
-    return variant.original_layers(curve.size), curve * 100
+    curve, states, layers = (
+        record.per_layer_scores(),
+        record.per_layer_states(),
+        variant.scored_layers(record),
+    )
+    if curve is None or states is None or layers is None:
+        return None
+    return layers, curve * 100, variant.base_num_blocks(states[1])
 
 
 def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
@@ -141,8 +149,8 @@ def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> 
             curve = _curve(variant, task)
             if curve is None:
                 continue
-            layers, scores = curve
-            depth = layers / max(variant.base_num_blocks(layers.size), 1)
+            layers, scores, blocks = curve
+            depth = layers / max(blocks, 1)
             axis.plot(
                 depth,
                 scores,
@@ -196,8 +204,8 @@ def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figur
             curve = _curve(variant, task)
             if curve is None:
                 continue
-            layers, scores = curve
-            num_blocks = max(num_blocks, variant.base_num_blocks(layers.size))
+            layers, scores, blocks = curve
+            num_blocks = max(num_blocks, blocks)
             removed = variant.removed_blocks
             label = (
                 "base"
@@ -315,8 +323,11 @@ def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure
     return figure
 
 
-def _profiles(variant: ModelVariant, dynamics: dict[str, Any], curve: np.ndarray | None) -> list[Any]:
-    """(x, values) per profile panel, x on the base model's layer index."""
+def _profiles(
+    variant: ModelVariant, dynamics: dict[str, Any], scored: tuple[np.ndarray, np.ndarray] | None
+) -> list[Any]:
+    """(x, values) per profile panel, x on the base model's layer index (``scored``: the per-layer
+    scores' layers and values, already so)."""
     frenet = dynamics.get("frenet") or {}
     speed = frenet.get("speed") or []
     num_states = int(dynamics.get("num_layers") or len(speed)) + 1
@@ -333,9 +344,7 @@ def _profiles(variant: ModelVariant, dynamics: dict[str, Any], curve: np.ndarray
         series(frenet.get("curvature"), layers[1:-1]),
         series((dynamics.get("nrs") or {}).get("jaccard"), between),
         series((dynamics.get("gfmi") or {}).get("auc"), layers),
-        None
-        if curve is None
-        else series(list(curve * 100), variant.original_layers(curve.size).astype(float)),
+        scored,
     ]
 
 
@@ -346,16 +355,16 @@ def profile_figure(variant: ModelVariant) -> Figure | None:
         subsets = [row for row in record.subsets if isinstance(row.get("layer_dynamics"), dict)]
         for row in subsets:
             entry = row.get("per_layer")
-            curve = None
+            scored = None
             if isinstance(entry, dict) and entry.get("scores"):
-                curve = np.array([np.nan if s is None else s for s in entry["scores"]], dtype=float)
+                states, num_states = entry_states(entry)
+                values = np.array([np.nan if s is None else s for s in entry["scores"]], dtype=float)
+                scored = (variant.original_layers(num_states)[states].astype(float), values * 100)
             label = task if len(subsets) == 1 else f"{task}/{row.get('hf_subset')}"
-            lines.append((label, _profiles(variant, row["layer_dynamics"], curve)))
-        curve = record.per_layer_scores()
-        if not subsets and curve is not None:
-            lines.append(
-                (task, [None] * 4 + [(variant.original_layers(curve.size).astype(float), curve * 100)])
-            )
+            lines.append((label, _profiles(variant, row["layer_dynamics"], scored)))
+        curve, layers = record.per_layer_scores(), variant.scored_layers(record)
+        if not subsets and curve is not None and layers is not None:
+            lines.append((task, [None] * 4 + [(layers.astype(float), curve * 100)]))
     if not lines:
         return None
     figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5)
@@ -404,7 +413,9 @@ def _task_profiles(variant: ModelVariant, task: str) -> tuple[list[Any], list[An
     if not rows or any("error" in row["layer_dynamics"] for row in rows):
         return None
     curve = record.per_layer_scores() if record else None
-    per_row = [_profiles(variant, row["layer_dynamics"], curve) for row in rows]
+    layers = variant.scored_layers(record) if record else None
+    scored = (layers.astype(float), curve * 100) if curve is not None and layers is not None else None
+    per_row = [_profiles(variant, row["layer_dynamics"], scored) for row in rows]
     profiles = []
     for panel in zip(*per_row, strict=True):
         usable = [p for p in panel if p is not None]

@@ -105,16 +105,19 @@ def best_layer(variant: ModelVariant, records: Sequence[TaskRecord]) -> tuple[in
 
     With several records the per-layer scores are averaged over them first (each task weighs the
     same). Ties go to the shallower layer. ``(None, None)`` when a record has no per-layer scores,
-    they differ in length, or all are missing.
+    the records scored different hidden states, or all are missing.
     """
     curves = [record.per_layer_scores() for record in records]
-    if not curves or any(c is None for c in curves) or len({c.size for c in curves if c is not None}) != 1:
+    layers = [variant.scored_layers(record) for record in records]
+    if not curves or any(c is None for c in curves) or any(x is None for x in layers):
+        return None, None
+    if len({tuple(x.tolist()) for x in layers if x is not None}) != 1:  # every task scored the same states
         return None, None
     mean = np.mean(np.array(curves, dtype=float), axis=0)
     if not np.isfinite(mean).any():
         return None, None
     index = int(np.nanargmax(mean))
-    return int(variant.original_layers(mean.size)[index]), float(mean[index])
+    return int(layers[0][index]), float(mean[index])  # type: ignore[index]  # checked above
 
 
 def order_variants(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> list[ModelVariant]:
