@@ -89,6 +89,23 @@ def test_layer_dynamics_follow_texts_rule_and_caps(tiny_st, texts):
     assert dynamics["params"]["nrs_k"] == 8 and dynamics["params"]["gfmi_k"] == 10  # clamped to N - 1
 
 
+def test_classification_layer_dynamics_use_the_evaluation_split_only(tiny_st, texts):
+    """A classification task also encodes its training split (each layer's classifier is trained on
+    it); the layer dynamics measure the evaluation split's texts, as the texts rule says."""
+    from mteb_lrd.integration.local_tasks import make_task
+
+    train = [{"text": f"{t} indeed", "label": i % 2} for i, t in enumerate(texts[:16])]
+    test = [{"text": t, "label": i % 2} for i, t in enumerate(texts[:16])]
+    task = make_task("Classification", "TinySplitClassification", lambda: {"default": {"train": train, "test": test}},
+                     n_experiments=2, samples_per_label=4)()  # fmt: skip
+    wrapped = with_layer_dynamics(tiny_st, frenet_cap=None, nrs_cap=None, gfmi_cap=None)
+    row = mteb.evaluate(wrapped, [task], cache=None, **RUN).task_results[0].scores["test"][0]
+    assert row["layer_dynamics"]["n_texts"] == 16
+    states = extract_layer_states(tiny_st, texts[:16], show_progress_bar=False).states
+    assert row["layer_dynamics"]["frenet"]["d0L"] == pytest.approx(frenet(states).d0L, abs=1e-5)
+    assert len(row["per_layer"]["scores"]) == states.shape[0]  # per-layer classifiers still trained
+
+
 def test_repeated_texts_are_encoded_once(tiny_st, texts):
     """A column that repeats sentences runs each distinct one once; scores and dynamics are unchanged."""
     repeated = [texts[i % 5] for i in range(16)]  # 5 distinct sentences per column, 16 rows

@@ -181,9 +181,11 @@ class LayerDynamicsModel(AbsEncoder):
         keys = [(prompt or "", text) for text in texts]
         codes, first = distinct_texts(texts)  # a repeated text is encoded once
         try:
+            evaluated = hf_split in (task_metadata.eval_splits or [hf_split])  # not a training split
             distinct = self._encode_and_keep(
-                [texts[i] for i in first], [keys[i] for i in first], prompt, supported, task_type, prompt_type
-            )
+                [texts[i] for i in first], [keys[i] for i in first], prompt, supported, task_type,
+                prompt_type, evaluated,
+            )  # fmt: skip
             embeddings = distinct[codes]
         except BaseException:
             self.clear()  # frees a spilled file now, not at the next task
@@ -206,11 +208,15 @@ class LayerDynamicsModel(AbsEncoder):
         supported: bool,
         task_type: str,
         prompt_type: PromptType | None,
+        evaluated: bool = True,
     ) -> np.ndarray:
         """The embeddings of ``texts``; keeps the chosen states of every text and every state of the
-        texts the layer dynamics sample, one shard at a time (a call's vectors are never held together)."""
+        texts the layer dynamics sample, one shard at a time (a call's vectors are never held together).
+        The layer dynamics sample only texts of an evaluation split (``evaluated``): a classification
+        task also encodes its training split, whose per-layer vectors train each layer's classifier."""
         per_layer = supported and self.options.per_layer
-        sampled = supported and self.options.layer_dynamics and is_lrd_call(task_type, prompt_type)
+        lrd = self.options.layer_dynamics and evaluated and is_lrd_call(task_type, prompt_type)
+        sampled = supported and lrd
         if sampled and self.background.pending:  # more texts than expected: nothing may read meanwhile
             self.background.wait()
         full_rows = self.sample.admit(keys) if sampled else np.zeros(len(keys), dtype=bool)
