@@ -2,8 +2,9 @@
 
 Once a subset's last expected text is encoded (:attr:`LRDSample.expected` distinct texts seen),
 nothing the layer dynamics read changes any more, so they are measured in a worker thread while
-mteb goes on scoring the subset and the per-layer scores run: numpy, FAISS and torch release the
-GIL, so the two overlap on separate cores. The result is used only if the subset saw no further
+mteb goes on scoring the subset: numpy, FAISS and torch release the GIL, so the two overlap on
+separate cores. The per-layer scores start once the measurement is in (their reads and the layer
+dynamics' working set share one memory budget). The result is used only if the subset saw no further
 text before its augmentation; otherwise (an expectation that was too small) it is dropped and the
 measurement runs again in the foreground, as it does when the background one needed texts encoded
 again (the worker never runs the model). Either way the numbers are the same.

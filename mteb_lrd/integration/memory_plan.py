@@ -5,8 +5,10 @@ what the budget leaves after the largest read out of them: the layer dynamics' w
 read one layer at a time: two copies of GFMI's sample of one state, Frenet's sample of one state
 in float64 with its decomposition and three bases, or a small task's sample of every state,
 :data:`~mteb_lrd.pipeline.SHARED_SEARCH_BYTES`, twice) or a per-layer read (a quarter of the
-budget, in float32 vectors; retrieval corpus chunks are cut to it). So the
-vectors kept plus the largest read stay within the budget; the rest of the vectors is spilled.
+budget, in float32 vectors; retrieval corpus chunks are cut to it). So the vectors kept plus the
+layer dynamics or a corpus chunk stay within the budget; the rest of the vectors is spilled. Reads
+of what mteb scores at once (queries, a reranking corpus, a whole STS or classification split) are
+one state of that split, not cut.
 """
 
 from __future__ import annotations
