@@ -274,11 +274,12 @@ def _choose_on_dev(setup: _Setup) -> _DevChoices:
         ks=ks, num_languages=[n for n in options.grid_languages if n <= len(order)],
     )  # fmt: skip
     best = best_point(points)
-    single = [p for p in points if p.num_languages == 1]
+    # the source-only row's k: on the source texts' own dimensions (L = 1 above reads order[0]'s)
+    alone = grid_search(src_1, src_1[None], src_2, src_2[None], dev.scores, ks=ks, num_languages=[1],
+                        values=("source",))  # fmt: skip
     logger.info(f"dev grid ({len(dev.scores)} pairs): best {best}")
     return _DevChoices(len(dev.scores), order, {"k": best.k, "num_languages": best.num_languages,
-                       "value": best.value}, best_point(single).k if single else best.k,
-                       [p.to_dict() for p in points])  # fmt: skip
+                       "value": best.value}, best_point(alone).k, [p.to_dict() for p in points])  # fmt: skip
 
 
 def _test_sets(setup: _Setup) -> tuple[dict[str, type], dict[str, int], dict[str, bool], dict[str, Any]]:
