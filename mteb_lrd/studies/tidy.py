@@ -33,7 +33,8 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 """The tidy file's columns. ``row`` says what a row is: ``score`` (an LRD score or ``main_score`` of a
 selection cell), ``base`` (a pruning cell's unpruned score), ``choice`` (a method's variant: ``value``
-is its score change) or ``subset`` (an exhaustively scored block set: ``value`` is its change)."""
+is its score change) or ``subset`` (an exhaustively scored block set: ``value`` is its change). A
+cell's ``options`` and ``versions`` are on its first row; its other rows leave them empty."""
 
 _MODEL_KEYS = ("family", "kind", "params", "dim", "layers", "template")
 
@@ -96,11 +97,21 @@ def tidy_rows(records: Sequence[Mapping[str, Any]], study: str) -> list[dict[str
         ValueError: as :func:`study_kind`.
     """
     if study_kind(records) == "pruning":
-        return [row for rec in records for row in _pruning_rows(rec, study)]
+        return [row for rec in records for row in _settings_once(_pruning_rows(rec, study))]
     from mteb_lrd.studies.selection_analysis import record_scores, records_reproduce
 
     mode = records_reproduce(records)
-    return [row for rec in records for row in _selection_rows(rec, study, record_scores(rec, mode))]
+    return [
+        row
+        for rec in records
+        for row in _settings_once(_selection_rows(rec, study, record_scores(rec, mode)))
+    ]
+
+
+def _settings_once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One cell's rows with its ``options`` and ``versions`` on the first row only (the same on every
+    row of a cell; written once, they keep a 9-model study's file a few hundred kB)."""
+    return [rows[0], *({**row, "options": None, "versions": None} for row in rows[1:])]
 
 
 def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -49,6 +49,13 @@ def test_selection_analysis_is_the_same_from_the_tidy_file(tmp_path, reproduce):
         r["score"] for r in rows
     }
     assert json.loads(rows[0]["versions"]) == {"mteb": "2.26.24"} and rows[0]["n_texts"] == 40
+    firsts = {}
+    for row in rows:  # a cell's settings once, on its first row
+        first = firsts.setdefault((row["model"], row["task"]), row)
+        assert (row["options"] is not None) == (row is first) and (row["versions"] is not None) == (
+            row is first
+        )
+    assert all(rec["caps"] == records[0]["caps"] for rec in rebuilt)
 
 
 def _pruning_records():
