@@ -81,6 +81,41 @@ def test_the_cli_exports_a_study_folder_and_renders_it(tmp_path, capsys):
     assert main(["report", "--records", str(tmp_path), "--training", "x.csv"]) == 2
 
 
+def test_exporting_a_study_in_parts_keeps_the_cells_already_exported(tmp_path):
+    from mteb_lrd.cli import main
+    from mteb_lrd.studies.runner import record_path, write_record
+    from mteb_lrd.studies.tidy import read_rows, records_from_rows
+
+    records = _selection(5, 1.0, noise=0.1)
+    first, second = tmp_path / "a" / "study", tmp_path / "b" / "study"
+    for record in records[:8]:
+        write_record(record_path(first, record["model"]["name"], record["task"]), record)
+    changed = {**records[2], "main_score": 0.123}  # the same cell, scored again in the second part
+    for record in [changed, *records[8:]]:
+        write_record(record_path(second, record["model"]["name"], record["task"]), record)
+    out = tmp_path / "records"
+    assert main(["report", "--export-records", str(first), "--out", str(out)]) == 0
+    assert main(["report", "--export-records", str(second), "--out", str(out)]) == 0
+    cells = {(c["model"]["name"], c["task"]): c for c in records_from_rows(read_rows(out / "study.csv"))}
+    expected = {(r["model"]["name"], r["task"]): r for r in [*records[:2], changed, *records[3:]]}
+    assert cells.keys() == expected.keys() and len(expected) == 15
+    assert all(cells[k]["main_score"] == r["main_score"] and cells[k]["scores"] == r["scores"]
+               for k, r in expected.items())  # fmt: skip
+
+
+def test_merging_refuses_cells_of_another_kind_or_definition():
+    from mteb_lrd.studies.tidy import merge_rows
+
+    ours = tidy_rows(_selection(3, 1.0), "s")
+    theirs = tidy_rows([{**r, "reproduce": "authors"} for r in _selection(4, 1.0)[9:]], "s")
+    with pytest.raises(ValueError, match="mix reproduce modes"):
+        merge_rows(ours, theirs)
+    pruning = [{**ours[0], "model": "p", "row": "base"}]
+    with pytest.raises(ValueError, match="one study"):
+        merge_rows(ours, pruning)
+    assert merge_rows(ours, ours[:4]) == ours
+
+
 def test_write_results_draws_a_scatter_per_claim_score(tmp_path):
     from mteb_lrd.report.results_document import write_results
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from mteb_lrd.cli.options import add_list_option, path_arg
 
 __all__ = ["register", "run"]
+
+logger = logging.getLogger(__name__)
 
 EPILOG = """examples:
   mteb-lrd report results/ --out reports/           # after `mteb-lrd run --task demo`
@@ -16,6 +19,7 @@ EPILOG = """examples:
   mteb-lrd report --training out/eval/layer_dynamics_evaluation_dev_results.csv --out reports/
       # a training run: the LayerDynamicsEvaluator's CSV or a trainer_state.json -> reports/training.png
   mteb-lrd report --export-records results/select --out docs/records    # a study folder -> docs/records/select.csv
+      # (an existing select.csv keeps its other cells: the folder's cells replace or join them)
   mteb-lrd report --records docs/records --out docs/   # docs/results.md from the committed tidy records
 
 Writes report.html (self-contained: figures and the CSV / JSON tables embedded), leaderboard.md,
@@ -48,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--strict", action="store_true", help="fail on an unreadable result file instead of warning"
     )
     parser.add_argument("--export-records", default=None, type=path_arg, metavar="STUDY",
-                        help="write a select / prune-study folder's records as one tidy CSV <out>/<STUDY name>.csv")  # fmt: skip
+                        help="write a select / prune-study folder's records as one tidy CSV <out>/<STUDY name>.csv "
+                             "(merged into an existing one: its cells not in the folder are kept)")  # fmt: skip
     parser.add_argument("--records", default=None, type=path_arg, metavar="FOLDER",
                         help="write <out>/results.md from the tidy study records in FOLDER")  # fmt: skip
     parser.add_argument("--training", default=None, type=path_arg, metavar="LOG",
@@ -106,10 +111,15 @@ def _special(flag: str, args: argparse.Namespace) -> object:
 
         return write_results(args.records, args.output)
     from mteb_lrd.studies.runner import load_records
-    from mteb_lrd.studies.tidy import tidy_rows, write_rows
+    from mteb_lrd.studies.tidy import merge_rows, read_rows, tidy_rows, write_rows
 
     study = Path(args.export_records)
     records = load_records(study)
     if not records:
         raise ValueError(f"no cell records in {study}/records: not a select or prune-study folder")
-    return write_rows(Path(args.output) / f"{study.name}.csv", tidy_rows(records, study.name))
+    target = Path(args.output) / f"{study.name}.csv"
+    rows = tidy_rows(records, study.name)
+    if target.exists():
+        rows = merge_rows(read_rows(target), rows)
+        logger.info("%s: %d cell(s) from %s merged into the file's cells", target, len(records), study)
+    return write_rows(target, rows)

@@ -20,6 +20,7 @@ from mteb_lrd.pruning.rules import block_key
 
 __all__ = [
     "COLUMNS",
+    "merge_rows",
     "read_rows",
     "records_from_rows",
     "study_kind",
@@ -146,6 +147,40 @@ def records_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     for row in rows:
         cells.setdefault((row["model"], row["task"]), []).append(dict(row))
     return [_cell(group) for group in cells.values()]
+
+
+def _cell_key(row: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(row["model"]), str(row["task"]))
+
+
+def merge_rows(
+    existing: Sequence[Mapping[str, Any]], update: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """``existing`` tidy rows with ``update``'s cells in them: a (model, task) cell of ``update``
+    replaces the same cell in place, a new one is appended, every other cell is kept as it is. A
+    study run in parts (on other machines, or resumed without its folder) thus adds to its file.
+
+    Raises:
+        ValueError: the two mix study kinds (selection and pruning) or ``reproduce`` modes.
+    """
+    from mteb_lrd.studies.selection_analysis import records_reproduce
+
+    new: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in update:
+        new.setdefault(_cell_key(row), []).append(dict(row))
+    merged: list[dict[str, Any]] = []
+    for row in existing:
+        key = _cell_key(row)
+        if key not in new:
+            merged.append(dict(row))
+        elif new[key]:
+            merged += new[key]
+            new[key] = []
+    merged += [row for rows in new.values() for row in rows]
+    records = records_from_rows(merged)
+    study_kind(records)
+    records_reproduce(records)
+    return merged
 
 
 def _text(value: Any) -> str:
