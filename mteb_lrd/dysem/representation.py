@@ -10,7 +10,6 @@ component) is computed once and kept in a content-addressed on-disk store.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from tqdm.auto import tqdm
 from mteb_lrd.dysem.representation_options import RepresentationOptions
 from mteb_lrd.dysem.store import RepresentationStore, text_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
-from mteb_lrd.extraction.identity import weights_digest
+from mteb_lrd.extraction.identity import tokenizer_digest, weights_digest
 from mteb_lrd.extraction.loading import load_pretrained, resolve_device
 from mteb_lrd.keywords import options_or_keywords
 
@@ -197,10 +196,9 @@ class RepresentationExtractor:
         config_json = config.to_json_string(use_diff=False) if config is not None else ""
         digest = hashlib.sha256(config_json.encode())
         digest.update(type(self.model).__name__.encode())
-        digest.update(f"{self.dtype}|{self.max_length}|{type(self.tokenizer).__name__}".encode())
+        digest.update(f"{self.dtype}|{self.max_length}".encode())
         digest.update(weights_digest(self.model).encode())  # every byte of every tensor
-        vocab = json.dumps(sorted(self.tokenizer.get_vocab().items())[:2000], ensure_ascii=False)
-        digest.update(vocab.encode())
+        digest.update(tokenizer_digest(self.tokenizer).encode())  # every rule that decides the ids
         return digest.hexdigest()[:32]
 
     def _key(self, component: Component, text: str) -> str:

@@ -150,3 +150,22 @@ def test_a_model_object_stays_on_its_device(tiny_model_dir, monkeypatch):
     assert ex.device == torch.device("cpu")
     ref = single_text_reference(path, TEXTS[0])
     np.testing.assert_allclose(out["attention"][0], ref["attention"], atol=2e-4, rtol=1e-4)
+
+
+def test_a_tokenizer_that_gives_other_ids_misses_the_cache(tiny_model_dir, tmp_path):
+    """Same weights, same vocabulary, another normaliser: other ids, so not the cached vectors."""
+    from tokenizers import normalizers
+
+    path = tiny_model_dir("qwen2")
+    texts = ["The Cat sat on the mat", "A DOG"]
+    first = extractor_for(path, cache_dir=tmp_path)
+    first.extract(texts, ["attention"])
+    other = load_tiny_tokenizer(path)
+    other.backend_tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.Lowercase(), normalizers.Replace("cat", "dog")]
+    )
+    assert other(texts)["input_ids"] != first.tokenizer(texts)["input_ids"]
+    again = RepresentationExtractor(path, other, device="cpu", cache_dir=tmp_path)
+    assert again.identity != first.identity
+    fresh = RepresentationExtractor(path, other, device="cpu").extract(texts, ["attention"])["attention"]
+    np.testing.assert_array_equal(again.extract(texts, ["attention"])["attention"], fresh)
