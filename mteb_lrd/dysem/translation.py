@@ -187,8 +187,12 @@ class Seq2SeqTranslator:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.max_length = max_length
+        from mteb_lrd.extraction.identity import tokenizer_digest, weights_digest
+
         name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
-        self.identity = f"seq2seq:{name}:{max_length}"
+        # the weights and the tokenizer, not only the name: a fine-tuned copy in the same folder, or
+        # another model object of the same class, must not be served these translations
+        self.identity = f"seq2seq:{name}:{max_length}:{weights_digest(model)}:{tokenizer_digest(tokenizer)}"
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._caches: dict[tuple[str, str], dict[str, str]] = {}
         self.generated_texts = 0

@@ -60,6 +60,12 @@ class FakeTokenizer:
     def convert_tokens_to_ids(self, token):
         return 7
 
+    def get_vocab(self):
+        return {"<s>": 0, "a": 1}
+
+    def __len__(self):
+        return 2
+
     def batch_decode(self, generated, skip_special_tokens=True):
         return [f"T{int(row[0])}" for row in generated]
 
@@ -91,6 +97,18 @@ def test_translator_caches_on_disk_by_content(tmp_path):
     assert again.translate(["abc", "ab"], "en", "de") == ["T3", "T2"]
     assert again.generated_texts == 0
     assert again.translate(["x"], "de", "de") == ["x"]
+
+
+def test_another_translator_of_the_same_name_misses_the_cache(tmp_path):
+    """Same class and config name (a fine-tuned copy in the same folder, say), other weights."""
+    Seq2SeqTranslator(FakeSeq2Seq(), FakeTokenizer(), cache_dir=tmp_path).translate(["ab"], "en", "fr")
+    tuned = FakeSeq2Seq()
+    with torch.no_grad():
+        tuned.anchor.fill_(1.0)
+    other = Seq2SeqTranslator(tuned, FakeTokenizer(), cache_dir=tmp_path)
+    assert other.translate(["ab"], "en", "fr") == ["T2"] and other.generated_texts == 1
+    same = Seq2SeqTranslator(FakeSeq2Seq(), FakeTokenizer(), cache_dir=tmp_path)
+    assert same.translate(["ab"], "en", "fr") == ["T2"] and same.generated_texts == 0
 
 
 def test_corrupt_translation_cache_is_rebuilt(tmp_path):
