@@ -73,8 +73,10 @@ class ExtractionOptions:
         resolve_template(self.template)  # a bad template fails here, before any model loads
 
 
-SCORING_DEFAULTS: dict[str, object] = {"dtype": None, "pooling": "auto", "pooling_overrides": None,
-                                       "last_token": "true", "max_length": 512}  # fmt: skip
+SCORING_DEFAULTS: dict[str, object] = {
+    name: getattr(ExtractionOptions, name)
+    for name in ("dtype", "pooling", "pooling_overrides", "last_token", "max_length")
+}
 """The extraction settings, with their defaults, that change the embeddings a model is scored on
 (``final_norm`` touches the layer states only; ``template`` is labelled on its own)."""
 
