@@ -123,14 +123,11 @@ def _curve(variant: ModelVariant, task: str) -> tuple[np.ndarray, np.ndarray, in
     record = variant.tasks.get(task)
     if record is None:
         return None
-    curve, states, layers = (
-        record.per_layer_scores(),
-        record.per_layer_states(),
-        variant.scored_layers(record),
-    )
-    if curve is None or states is None or layers is None:
+    curve, found = record.per_layer_scores(), record.per_layer_states()
+    if curve is None or found is None:
         return None
-    return layers, curve * 100, variant.base_num_blocks(states[1])
+    states, num_states = found
+    return variant.original_layers(num_states)[states], curve * 100, variant.base_num_blocks(num_states)
 
 
 def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
