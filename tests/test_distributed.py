@@ -210,6 +210,20 @@ def test_unit_with_no_retries_left_fails_and_others_go_on(ray_local, models, tas
     assert outcomes[1].status == "done" and is_finished(units[1], config)
 
 
+def test_relative_paths_name_the_drivers_folders(ray_local, models, task_specs, tmp_path, monkeypatch):
+    """A Ray worker does not run in the driver's working folder: relative model, task and results
+    paths must still name the driver's folders."""
+    monkeypatch.chdir(tmp_path)
+    model = os.path.relpath(models[0])
+    folder, kind = task_specs[0].rsplit("=", 1)
+    unit = Unit(model, f"{os.path.relpath(folder)}={kind}")
+    config = UnitConfig("relative-results", OPTIONS, batch_size=4)
+    [outcome] = run_units([unit], config, progress=False)
+    assert outcome.status == "done", outcome.error
+    assert outcome.unit == unit and Path(outcome.path).is_relative_to(tmp_path / "relative-results")
+    assert is_finished(unit, config)
+
+
 def test_resume_needs_the_layer_keys(models, task_specs, tmp_path):
     config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
     unit = Unit(models[0], task_specs[0])

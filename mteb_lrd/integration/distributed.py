@@ -13,7 +13,8 @@ is retried by Ray (``max_retries``) and resumes from the extraction shards its f
 and the others go on.
 
 The model folders and local task folders must be readable at the same path on every node, and the
-results folder must be shared by all nodes (e.g. NFS), as for any multi-node mteb run.
+results folder must be shared by all nodes (e.g. NFS), as for any multi-node mteb run. Relative
+paths are the driver's: they are made absolute before the units leave it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,7 @@ def run_units(
     from tqdm.auto import tqdm
 
     units = list(dict.fromkeys(units))
+    config = _for_workers(config)
     keys = [unit.key for unit in units]
     if len(set(keys)) != len(keys):
         raise ValueError("two units name the same model folder, task and blocks")
@@ -287,12 +289,12 @@ def run_units(
             remote = ray.remote(_guarded).options(num_cpus=resources.cpus_per_unit,
                                                   num_gpus=resources.gpus_per_unit,
                                                   max_retries=resources.max_retries, name="mteb-lrd-unit")  # fmt: skip
-            pending = {remote.remote(runner, unit, config): unit for unit in todo}
+            pending = {remote.remote(runner, _unit_for_workers(unit), config): unit for unit in todo}
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 unit = pending.pop(ready[0])
                 try:
-                    outcome = ray.get(ready[0])
+                    outcome = replace(ray.get(ready[0]), unit=unit)  # the unit as the caller named it
                 except ray.exceptions.RayError as err:  # the worker died more than max_retries times
                     outcome = UnitOutcome(unit, "failed", error=f"{type(err).__name__}: {str(err)[:300]}")
                 outcomes[unit] = outcome
@@ -302,6 +304,27 @@ def run_units(
                 ray.shutdown()
     bar.close()
     return [outcomes[unit] for unit in units]
+
+
+def _absolute(path: str) -> str:
+    """``path`` made absolute when it names something here: a worker's working folder is not the
+    driver's, so a relative folder would name another folder, or none, there."""
+    return str(Path(path).resolve()) if Path(path).exists() else path
+
+
+def _unit_for_workers(unit: Unit) -> Unit:
+    """``unit`` with its model folder and local task folder absolute (its key is unchanged)."""
+    folder, sep, kind = unit.task.rpartition("=")
+    task = f"{_absolute(folder)}={kind}" if sep and folder else unit.task
+    return Unit(_absolute(unit.model), task, unit.blocks)
+
+
+def _for_workers(config: UnitConfig) -> UnitConfig:
+    """``config`` with its results folder and extraction cache folder absolute (the driver's)."""
+    options = dict(config.options)
+    if options.get("cache_dir") is not None:
+        options["cache_dir"] = str(Path(options["cache_dir"]).resolve())
+    return replace(config, results=str(Path(config.results).resolve()), options=options)
 
 
 def _report(bar: Any, outcome: UnitOutcome, progress: bool) -> None:
