@@ -224,6 +224,23 @@ def test_relative_paths_name_the_drivers_folders(ray_local, models, task_specs, 
     assert is_finished(unit, config)
 
 
+def test_a_unit_of_a_task_type_without_layer_keys_is_finished_once_scored(models, tmp_path):
+    from tests.tiny_models import TEXTS
+
+    folder = tmp_path / "bitext"
+    folder.mkdir()
+    rows = [{"sentence1": TEXTS[i], "sentence2": TEXTS[(i + 3) % 16]} for i in range(16)]
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    unit, config = (
+        Unit(models[0], f"{folder}=BitextMining"),
+        UnitConfig(str(tmp_path / "res"), OPTIONS, batch_size=4),
+    )
+    assert not is_finished(unit, config)
+    with pytest.warns(UserWarning, match="BitextMining"):
+        outcome = run_unit(unit, config)
+    assert outcome.status == "done" and is_finished(unit, config)
+
+
 def test_resume_needs_the_layer_keys(models, task_specs, tmp_path):
     config = UnitConfig(str(tmp_path), OPTIONS, batch_size=4)
     unit = Unit(models[0], task_specs[0])

@@ -7,7 +7,8 @@ starts or on the cluster at ``address``. Each unit writes only its own ``<Task>.
 results folder's mteb layout (:class:`~mteb_lrd.integration.atomic_cache.AtomicResultCache`:
 atomic, lock-serialised with the unit's model siblings), then a small ledger entry
 ``<results>/mteb-lrd-units/<key>.json`` naming the file. A re-run skips a unit whose ledger entry
-names a result file that is readable and has the layer keys in every row; a unit whose worker dies
+names a result file that is readable and has the layer keys in every row (any rows, for a task
+type without layer keys); a unit whose worker dies
 is retried by Ray (``max_retries``) and resumes from the extraction shards its first attempt saved
 (:func:`unit_cache_dir`, removed once the unit's result is written); a unit that raises is reported
 and the others go on.
@@ -32,7 +33,7 @@ from typing import Any
 from mteb_lrd.extraction.options import scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
-from mteb_lrd.integration.options import row_is_complete
+from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
 from mteb_lrd.integration.run_config import UnitConfig
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 
@@ -134,6 +135,8 @@ def is_finished(unit: Unit, config: UnitConfig) -> bool:
         rows = [row for split_rows in data["scores"].values() for row in split_rows]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
+    if entry.get("task_type", SUPPORTED_TASK_TYPES[0]) not in SUPPORTED_TASK_TYPES:
+        return bool(rows)  # a task type without layer keys: its ordinary scores are the whole result
     choice = config.options.get("per_layer_layers", DEFAULT_LAYER_CHOICE)
     return bool(rows) and all(row_is_complete(row, config.wanted_keys, choice) for row in rows)
 
@@ -163,7 +166,8 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     temporary = config.cache and cache_dir is None  # a cache_dir the user gave is kept
     if temporary:
         cache_dir = str(unit_cache_dir(unit, config))
-    evaluated = evaluate_model(unit.model, _tasks(unit.task), config, cache_dir, blocks=unit.blocks)
+    tasks = _tasks(unit.task)
+    evaluated = evaluate_model(unit.model, tasks, config, cache_dir, blocks=unit.blocks)
     wrapped, cache = evaluated.wrapped, evaluated.cache
     task_result = evaluated.task_results[0]
     path = (
@@ -173,7 +177,13 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     )
     rows = [row for split_rows in task_result.scores.values() for row in split_rows]
     main = sum(row["main_score"] for row in rows) / len(rows) if rows else None
-    atomic_write_json(_ledger(config, unit), {"unit": asdict(unit), "path": str(path), "main_score": main})
+    entry = {
+        "unit": asdict(unit),
+        "path": str(path),
+        "main_score": main,
+        "task_type": str(tasks[0].metadata.type),
+    }
+    atomic_write_json(_ledger(config, unit), entry)
     disk = {
         "spill_peak": round(wrapped.peak_spill_bytes / 2**20, 3),
         "cache": round(folder_bytes(cache_dir) / 2**20, 3) if cache_dir else 0.0,
