@@ -147,6 +147,30 @@ def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_
     assert not (tmp_path / "vectors").exists()
 
 
+def test_each_variant_is_stored_as_its_pruned_copy_would_be(st_model, tmp_path):
+    """A variant's results go where a pruned copy's go (an experiment of the base model), never over
+    the full model's; its meta counts its own parameters."""
+    from mteb.cache import ResultCache
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    from mteb_lrd.integration.experiments import pruned_meta
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+
+    variants = PrunedVariants(st_model, _sets(), tmp_path / "vectors", batch_size=4)
+    cache = ResultCache(tmp_path / "results")
+    full = variants.encoder([]).mteb_model_meta
+    assert full == SentenceTransformerEncoderWrapper(st_model).mteb_model_meta
+    paths = {cache.get_task_result_path("T", full)}
+    for blocks in ([2], [3, 4]):
+        ours = variants.encoder(blocks).mteb_model_meta
+        copy = pruned_meta(full, prune(st_model, blocks))  # how mteb-lrd names a pruned model
+        assert (ours.name, ours.revision) == (full.name, full.revision)
+        assert (ours.experiment_kwargs, ours.n_parameters) == (copy.experiment_kwargs, copy.n_parameters)
+        assert ours.experiment_kwargs == {"removed_blocks": blocks, "num_blocks": NUM_LAYERS}
+        paths.add(cache.get_task_result_path("T", ours))
+    assert len(paths) == 3
+
+
 def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
     """EmbeddingGemma-style task-type prompts: each variant's texts get the STS prompt, as in a plain run."""
     from mteb.models import SentenceTransformerEncoderWrapper

@@ -19,14 +19,22 @@ plain ``mteb.evaluate``, call :func:`install_hook` first.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mteb.models import ModelMeta
 
-from mteb_lrd.pruning.record import pruning_record
+from mteb_lrd.extraction.architectures import locate
+from mteb_lrd.pruning.record import in_base_numbering, pruning_record
 
-__all__ = ["EXPERIMENT_KEYS", "experiment_kwargs", "install_hook", "hook_installed", "pruned_meta"]
+__all__ = [
+    "EXPERIMENT_KEYS",
+    "experiment_kwargs",
+    "install_hook",
+    "hook_installed",
+    "pruned_meta",
+    "variant_meta",
+]
 
 EXPERIMENT_KEYS: tuple[str, ...] = ("removed_blocks", "num_blocks", "rule", "budget")
 """Record fields that name the experiment (the base model's name and revision name the folder above)."""
@@ -62,15 +70,32 @@ def pruned_meta(meta: ModelMeta, model: object) -> ModelMeta:
     if record.get("base_model"):
         updates["name"] = record["base_model"]
         updates["revision"] = record.get("base_revision") or "no_revision_available"
+    return _with_parameters(meta.model_copy(update=updates), _parameter_count(model))
+
+
+def _with_parameters(meta: ModelMeta, count: int | None) -> ModelMeta:
+    """``meta`` with ``count`` parameters and the memory they take (unchanged for ``None``)."""
+    if count is None:
+        return meta
+    counted = meta.model_copy(update={"n_parameters": count})
+    return counted.model_copy(
+        update={"memory_usage_mb": counted.calculate_memory_usage_mb(fetch_from_hf=False)}
+    )
+
+
+def variant_meta(meta: ModelMeta, model: object, blocks: Sequence[int]) -> ModelMeta:
+    """``meta`` (mteb's, of ``model``) for the variant of ``model`` without ``blocks``: the
+    experiment a copy pruned by :func:`mteb_lrd.prune` is stored under, with its parameter count, so
+    a variant's results never land on the full model's. Unchanged for no blocks."""
+    if not blocks:
+        return meta
+    located = locate(model)
+    removed, num_blocks = in_base_numbering(pruning_record(model), blocks, located.num_blocks)
+    kwargs = {**dict(meta.experiment_kwargs or {}), "removed_blocks": removed, "num_blocks": num_blocks}
     count = _parameter_count(model)
     if count is not None:
-        updates["n_parameters"] = count
-    updated = meta.model_copy(update=updates)
-    if count is not None:
-        updated = updated.model_copy(
-            update={"memory_usage_mb": updated.calculate_memory_usage_mb(fetch_from_hf=False)}
-        )
-    return updated
+        count -= sum(p.numel() for b in set(blocks) for p in located.blocks[b].parameters())
+    return _with_parameters(meta.model_copy(update={"experiment_kwargs": kwargs}), count)
 
 
 def hook_installed() -> bool:

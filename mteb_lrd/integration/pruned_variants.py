@@ -23,6 +23,7 @@ from mteb.models import SentenceTransformerEncoderWrapper
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
+from mteb_lrd.integration.experiments import variant_meta
 from mteb_lrd.integration.plain_prompt import plain_run_prompt
 from mteb_lrd.integration.protocols import read_texts
 from mteb_lrd.io import content_key, temporary_folder, texts_digest
@@ -145,6 +146,7 @@ class _VariantEncoder(SentenceTransformerEncoderWrapper):
     def __init__(self, model: Any, variants: PrunedVariants, blocks: BlockSet) -> None:
         super().__init__(model)
         self.variants, self.blocks = variants, blocks
+        self.mteb_model_meta = variant_meta(self.mteb_model_meta, model, blocks)
 
     def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
                prompt_type: Any = None, **kwargs: Any) -> np.ndarray:  # fmt: skip

@@ -32,7 +32,7 @@ from mteb_lrd.io import atomic_write_text
 from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.models.naming import model_name, model_revision
 from mteb_lrd.pruning.options import PruneOptions
-from mteb_lrd.pruning.record import PRUNING_CONFIG_KEY, pruning_record
+from mteb_lrd.pruning.record import PRUNING_CONFIG_KEY, in_base_numbering, pruning_record
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
 __all__ = ["PRUNED_TAGS", "describe", "prune"]
@@ -178,11 +178,7 @@ def _prune(model: Any, opts: PruneOptions, tokenizer: object) -> Any:
     base_revision = model_revision(model, opts.revision)
     pruned = copy.deepcopy(model)
     removed, _ = remove_blocks(pruned, blocks)
-    num_blocks = locate(model).num_blocks
-    if previous is not None:  # back to the base model's numbering
-        kept = [i for i in range(previous["num_blocks"]) if i not in set(previous["removed_blocks"])]
-        removed = sorted([*previous["removed_blocks"], *(kept[i] for i in removed)])
-        num_blocks = previous["num_blocks"]
+    removed, num_blocks = in_base_numbering(previous, removed, locate(model).num_blocks)
     record = {
         "base_model": base_name,
         "base_revision": base_revision,
