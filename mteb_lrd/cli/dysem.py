@@ -21,6 +21,11 @@ examples:
   mteb-lrd dysem --model gemma-3-270m --languages en,de,fr,es --num-languages 3 --k 256 --value mean
   mteb-lrd dysem --model path/to/llama --prompt LP --tasks STSBenchmark,STSBenchmark-de
   mteb-lrd dysem --model smollm2-135m --language-order labels   # the reference's order (uses dev labels; warns)
+  # a study too long for one run, in chunks of test pairs (on one machine or several), then joined:
+  mteb-lrd dysem --model qwen2.5-coder-1.5b --max-pairs all --select-on-dev --dev-pairs 200 --rows 0:100 --output-dir d
+  mteb-lrd dysem --model qwen2.5-coder-1.5b --max-pairs all --select-on-dev --dev-pairs 200 --rows 100:200 \
+      --choices-from d/dysem-qwen2.5-coder-1.5b-rows0-100.json --output-dir d
+  mteb-lrd dysem --assemble d/dysem-qwen2.5-coder-1.5b-rows*.json --output-dir d
 
 Costs: every text is encoded once as is and once per language (the candidates while ordering, L
 after). On a CPU the defaults are sized for minutes (SmolLM2-135M, 2 cores: a few minutes), with a
@@ -43,6 +48,18 @@ def _short_task_name(name: str) -> str:
 def _pairs(text: str) -> int | str | None:
     """``--max-pairs``: a positive integer, ``all`` (``None``) or ``auto``."""
     return None if text == "all" else _count(text)
+
+
+def _rows(text: str) -> tuple[int, int]:
+    """``--rows``: ``START:STOP`` with 0 <= START < STOP."""
+    start, sep, stop = text.partition(":")
+    try:
+        rows = (int(start), int(stop))
+    except ValueError:
+        rows = None
+    if not sep or rows is None or rows[0] < 0 or rows[1] <= rows[0]:
+        raise argparse.ArgumentTypeError(f"expected START:STOP with 0 <= START < STOP, got {text!r}")
+    return rows
 
 
 def _count(text: str) -> int | str:
@@ -68,7 +85,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_what_to_compare(parser: argparse.ArgumentParser) -> None:
     """The model, the tasks and the candidate languages with their order."""
-    parser.add_argument("--model", required=True, help="panel name or path of a causal LM")
+    parser.add_argument(
+        "--model", default=None, help="panel name or path of a causal LM (required but with --assemble)"
+    )
     add_list_option(parser, "--tasks", "--task", dest="tasks", default=None, metavar="TASK",
                     help=f"STS tasks, also as LocalSTS12 ... (default: {','.join(DEFAULT_TASKS)} with a "
                     "GPU, STSBenchmark on a CPU)")  # fmt: skip
@@ -158,6 +177,15 @@ def _add_sizes_and_folders(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress", action="store_true", help="progress bars also when stderr is not a terminal (logs)"
     )
+    parser.add_argument("--rows", type=_rows, default=None, metavar="START:STOP",
+                        help="only these test pairs of every task: one chunk of a study too long for one "
+                        "run (its summary keeps the per-pair predictions; --assemble joins the chunks)")  # fmt: skip
+    parser.add_argument("--choices-from", default=None, type=path_arg, metavar="SUMMARY",
+                        help="reuse the dev choices of an earlier run's summary (same model and dev "
+                        "settings, e.g. the first chunk's) instead of computing them again")  # fmt: skip
+    parser.add_argument("--assemble", nargs="+", default=None, type=path_arg, metavar="CHUNK",
+                        help="join chunk summaries (files or folders of them) into the whole study's "
+                        "table and summary in --output-dir; runs no model")  # fmt: skip
 
 
 def options_from_args(args: argparse.Namespace) -> StudyOptions:
@@ -186,11 +214,20 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
         device=args.device,
         dtype=args.dtype,
         progress=show_progress(args),
+        rows=args.rows,
+        choices_from=args.choices_from,
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the comparison (:func:`mteb_lrd.dysem.study.run_study`) and print the table."""
-    result = run_study(options_from_args(args))
+    """Run the comparison (:func:`mteb_lrd.dysem.study.run_study`), or join chunks, and print the table."""
+    if args.assemble is not None:
+        from mteb_lrd.dysem.study import assemble_summaries
+
+        result = assemble_summaries(args.assemble, args.output_dir)
+    elif args.model is None:
+        raise ValueError("--model is required (but with --assemble)")
+    else:
+        result = run_study(options_from_args(args))
     print(result.table_text)
     return 0

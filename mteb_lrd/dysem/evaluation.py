@@ -26,6 +26,7 @@ __all__ = [
     "STS_TASKS",
     "LabelledPairs",
     "load_pairs",
+    "row_range",
     "sts_task",
     "task_language",
     "order_languages",
@@ -69,15 +70,38 @@ class LabelledPairs:
         ]
 
 
-def load_pairs(path: str | os.PathLike[str], max_pairs: int | None = None, seed: int = 42) -> LabelledPairs:
-    """Read an STS JSON-lines file; keep ``max_pairs`` rows drawn with ``RandomState(seed)``, sorted."""
-    rows = read_jsonl(path)
-    indices = list(range(len(rows)))
-    if max_pairs is not None and max_pairs < len(rows):
+def row_range(rows: tuple[int, int], total: int) -> tuple[int, int]:
+    """``rows`` (start, stop) checked against ``total`` pairs, ``stop`` clipped to ``total``.
+
+    Raises:
+        ValueError: a negative start, a stop not above the start, or a start past the last pair.
+    """
+    start, stop = (int(x) for x in rows)
+    if start < 0 or stop <= start:
+        raise ValueError(f"rows must be START:STOP with 0 <= START < STOP, got {start}:{stop}")
+    if start >= total:
+        raise ValueError(f"rows {start}:{stop} start past the last of {total} pairs")
+    return start, min(stop, total)
+
+
+def load_pairs(
+    path: str | os.PathLike[str],
+    max_pairs: int | None = None,
+    seed: int = 42,
+    rows: tuple[int, int] | None = None,
+) -> LabelledPairs:
+    """Read an STS JSON-lines file; keep ``max_pairs`` rows drawn with ``RandomState(seed)``, sorted,
+    then of those the ``rows`` ``(start, stop)`` slice (a chunk of the set; see :func:`row_range`)."""
+    records = read_jsonl(path)
+    indices = list(range(len(records)))
+    if max_pairs is not None and max_pairs < len(records):
         if max_pairs < 2:
             raise ValueError(f"max_pairs must be at least 2, got {max_pairs}")
-        indices = sorted(np.random.RandomState(seed).choice(len(rows), max_pairs, replace=False).tolist())
-    picked = [rows[i] for i in indices]
+        indices = sorted(np.random.RandomState(seed).choice(len(records), max_pairs, replace=False).tolist())
+    if rows is not None:
+        start, stop = row_range(rows, len(indices))
+        indices = indices[start:stop]
+    picked = [records[i] for i in indices]
     return LabelledPairs(
         [r["sentence1"] for r in picked],
         [r["sentence2"] for r in picked],
@@ -93,13 +117,19 @@ def task_language(name: str) -> str:
 
 
 def sts_task(
-    name: str, sts_dir: str | os.PathLike[str], max_pairs: int | None = None, seed: int = 42
+    name: str,
+    sts_dir: str | os.PathLike[str],
+    max_pairs: int | None = None,
+    seed: int = 42,
+    rows: tuple[int, int] | None = None,
 ) -> tuple[type, int]:
-    """An MTEB STS task class for ``name`` of :data:`STS_TASKS`, sub-sampled when ``max_pairs`` is set.
+    """An MTEB STS task class for ``name`` of :data:`STS_TASKS`, sub-sampled when ``max_pairs`` is
+    set, and only its ``rows`` slice when given (see :func:`load_pairs`).
 
     Returns:
         ``(task class, number of pairs)``; the task is named ``DySem<name>`` plus
-        ``-sample<n>`` when sub-sampled, so its results never pass for the full set's.
+        ``-sample<n>`` when sub-sampled and ``-rows<start>-<stop>`` for a slice, so its results
+        never pass for the full set's.
     """
     from mteb_lrd.dysem.languages import LANGUAGES
     from mteb_lrd.integration.local_tasks import make_task
@@ -109,21 +139,25 @@ def sts_task(
     path = Path(sts_dir) / STS_TASKS[name]
     if not path.is_file():
         raise FileNotFoundError(f"STS data for {name} not found at {path}")
-    pairs = load_pairs(path, max_pairs, seed)
-    sampled = max_pairs is not None and len(pairs.indices) < len(read_jsonl(path))
-    task_name = f"DySem{name}" + (f"-sample{len(pairs.indices)}" if sampled else "")
+    total = len(read_jsonl(path))
+    sampled = max_pairs is not None and max_pairs < total
+    pairs = load_pairs(path, max_pairs, seed, rows)
+    task_name = f"DySem{name}" + (f"-sample{max_pairs}" if sampled else "")
+    if rows is not None:
+        start, stop = row_range(rows, max_pairs if sampled and max_pairs is not None else total)
+        task_name += f"-rows{start}-{stop}"
     low = 1.0 if name == "SICK-R" else 0.0
-    rows = pairs.rows()
+    records = pairs.rows()
     task = make_task(
         "STS",
         task_name,
-        lambda: {"default": {"test": rows}},
+        lambda: {"default": {"test": records}},
         languages=[LANGUAGES[task_language(name)].mteb],
-        revision=f"seed{seed}-n{len(rows)}",
-        description=f"{name} from the shared STS data ({len(rows)} pairs).",
+        revision=f"seed{seed}-n{len(records)}",
+        description=f"{name} from the shared STS data ({len(records)} pairs).",
         score_range=(low, 5.0),
     )
-    return task, len(rows)
+    return task, len(records)
 
 
 def order_languages(

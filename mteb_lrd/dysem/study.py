@@ -10,6 +10,7 @@ Choices (language order, grid) only ever see the STS Benchmark dev split.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,8 +20,8 @@ from typing import Any
 
 from mteb_lrd.io import atomic_write_text
 
-__all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "model_path",
-           "resolve_sizes", "run_study", "task_order"]  # fmt: skip
+__all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "assemble_summaries",
+           "model_path", "read_chunks", "resolve_sizes", "run_study", "task_order"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,12 @@ class StudyOptions:
         batch_size: texts per forward pass; device: torch device; progress: progress bars.
         dtype: the model's compute dtype (``"float32"``, ``"bfloat16"``, ``"float16"``); ``None``: float32.
             Part of the cache's identity and recorded in the summary.
+        rows: ``(start, stop)``: only these test pairs of every task (after ``max_pairs``), a chunk
+            of a study too long for one run; the summary then carries the chunk's per-pair
+            predictions, and :func:`mteb_lrd.dysem.chunks.assemble` joins the chunks into the whole
+            study's table and comparisons. A task with no pair in the range is left out.
+        choices_from: a summary of an earlier run of the same model and dev settings (e.g. the
+            first chunk's) whose dev-split choices are reused instead of computed again.
     """
 
     model: str
@@ -91,6 +98,8 @@ class StudyOptions:
     device: str | None = None
     progress: bool = False
     dtype: str | None = None
+    rows: tuple[int, int] | None = None
+    choices_from: str | None = None
 
 
 @dataclass
@@ -249,6 +258,8 @@ def _choose_on_dev(setup: _Setup) -> _DevChoices:
     from mteb_lrd.dysem.evaluation import load_pairs, order_languages
     from mteb_lrd.dysem.grid import best_point, grid_search
 
+    if setup.options.choices_from is not None:
+        return _reused_choices(setup, Path(setup.options.choices_from))
     options, languages = setup.options, setup.languages
     settings: dict[str, Any] = {"k": options.k, "num_languages": min(options.num_languages, len(languages)),
                                 "value": options.value}  # fmt: skip
@@ -282,23 +293,70 @@ def _choose_on_dev(setup: _Setup) -> _DevChoices:
                        "value": best.value}, best_point(alone).k, [p.to_dict() for p in points])  # fmt: skip
 
 
-def _test_sets(setup: _Setup) -> tuple[dict[str, type], dict[str, int], dict[str, bool], dict[str, Any]]:
-    """Per task: the mteb task class, its pair count, whether translations cover it, its gold scores."""
-    from mteb_lrd.dysem.evaluation import STS_TASKS, load_pairs, sts_task, task_language
+def _dev_inputs(setup: _Setup) -> dict[str, Any]:
+    """Everything the dev-split choices depend on: the model (weights, tokenizer, dtype), the
+    candidate languages and the settings of the order and the grid."""
+    o = setup.options
+    return {"model": setup.extractor.identity, "languages": list(setup.languages),
+            "language_order": o.language_order, "select_on_dev": o.select_on_dev, "dev_pairs": int(o.dev_pairs),
+            "grid_k": [int(k) for k in o.grid_k], "grid_languages": [int(n) for n in o.grid_languages],
+            "k": o.k, "num_languages": o.num_languages, "value": o.value, "prompt": o.prompt,
+            "component": o.component, "translator": o.translator}  # fmt: skip
 
-    classes: dict[str, type] = {}
-    sizes: dict[str, int] = {}
-    covered: dict[str, bool] = {}
-    gold: dict[str, tuple[type, list[float]]] = {}
+
+def _reused_choices(setup: _Setup, path: Path) -> _DevChoices:
+    """The dev choices of the summary at ``path``, after checking they were made for this run.
+
+    Raises:
+        ValueError: a summary without its dev inputs, or made with other ones (named).
+    """
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    recorded = summary.get("dev")
+    if not isinstance(recorded, dict) or "source_k" not in summary:
+        raise ValueError(f"--choices-from {path}: the summary records no dev inputs; run without it")
+    differ = sorted(key for key, value in _dev_inputs(setup).items() if recorded.get(key) != value)
+    if differ:
+        raise ValueError(f"--choices-from {path}: made with other {', '.join(differ)} than this run's")
+    logger.info(f"dev choices from {path}: language order {', '.join(summary['language_order'])}, "
+                f"{summary['settings']}")  # fmt: skip
+    return _DevChoices(int(summary["dev_pairs"]), list(summary["language_order"]), dict(summary["settings"]),
+                       int(summary["source_k"]), list(summary["grid"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _TestSets:
+    """Per task: the mteb task class, its gold scores, whether translations cover it, and what it
+    holds: ``{"pairs": n, "translations": bool}``, plus ``rows`` and ``total_pairs`` for a chunk."""
+
+    classes: dict[str, type]
+    gold: dict[str, tuple[type, list[float]]]
+    covered: dict[str, bool]
+    described: dict[str, dict[str, Any]]
+
+
+def _test_sets(setup: _Setup) -> _TestSets:
+    """The test sets of the run (a chunk's rows of them for ``rows``)."""
+    from mteb_lrd.dysem.evaluation import STS_TASKS, load_pairs, row_range, sts_task, task_language
+
+    sets = _TestSets({}, {}, {}, {})
     max_pairs = None if setup.options.max_pairs is None else int(setup.options.max_pairs)
+    rows = setup.options.rows
     for name in setup.tasks:
-        classes[name], sizes[name] = sts_task(name, setup.sts_dir, max_pairs)
-        pairs = load_pairs(setup.sts_dir / STS_TASKS[name], max_pairs)
-        gold[name] = (classes[name], pairs.scores)
-        covered[name] = setup.options.translator is not None or setup.corpus.covers(
+        path = setup.sts_dir / STS_TASKS[name]
+        total = len(load_pairs(path, max_pairs).scores)
+        if rows is not None and int(rows[0]) >= total:
+            logger.info(f"{name}: no test pair in rows {rows[0]}:{rows[1]} of its {total}; left out")
+            continue
+        sets.classes[name], pairs_count = sts_task(name, setup.sts_dir, max_pairs, rows=rows)
+        pairs = load_pairs(path, max_pairs, rows=rows)
+        sets.gold[name] = (sets.classes[name], pairs.scores)
+        sets.covered[name] = setup.options.translator is not None or setup.corpus.covers(
             pairs.sentence1 + pairs.sentence2, task_language(name)
         )
-    return classes, sizes, covered, gold
+        sets.described[name] = {"pairs": pairs_count, "translations": sets.covered[name]}
+        if rows is not None:
+            sets.described[name].update(rows=list(row_range(rows, total)), total_pairs=total)
+    return sets
 
 
 def task_order(order: Sequence[str], language: str, method: str) -> list[str]:
@@ -344,6 +402,19 @@ def _compared_models(
     return label, models
 
 
+def _chunk_predictions(
+    predictions: Path, table: dict[str, Any], task: str, cls: type
+) -> dict[str, list[float]]:
+    """Every model's per-pair similarities on ``task`` (the models that ran it)."""
+    from mteb_lrd.dysem.evaluation import read_similarities
+
+    return {
+        label: read_similarities(predictions, label, cls()).tolist()
+        for label in table
+        if task in table[label]
+    }
+
+
 def run_study(options: StudyOptions) -> StudyResult:
     """Run the comparison: dev-split choices, then every model on every task; write table and summary.
 
@@ -371,28 +442,33 @@ def run_study(options: StudyOptions) -> StudyResult:
     setup = _set_up(options)
     options = setup.options
     choices = _choose_on_dev(setup)
-    classes, sizes, covered, gold = _test_sets(setup)
-    label, models = _compared_models(setup, choices, covered)
+    sets = _test_sets(setup)
+    label, models = _compared_models(setup, choices, sets.covered)
     extractor = setup.extractor
+    sizes = {t: d["pairs"] for t, d in sets.described.items()}
     logger.info(_test_plan(sizes, choices.settings["num_languages"], extractor.forward_texts,
                    time.monotonic() - setup.started))  # fmt: skip
     predictions = setup.out / "predictions"
-    table = evaluate_models(models, classes, setup.out / "results", batch_size=options.batch_size,
+    table = evaluate_models(models, sets.classes, setup.out / "results", batch_size=options.batch_size,
                             predictions_dir=predictions)  # fmt: skip
-    comparisons = paired_comparisons(predictions, label, [m for m in models if m != label], gold)
-    text = format_table(table, setup.tasks) + "\n\n" + format_comparisons(label, comparisons)
-    stem = f"dysem-{setup.path.name}"
+    others = [m for m in models if m != label]
+    comparisons = paired_comparisons(predictions, label, others, sets.gold)
+    text = format_table(table, list(sets.classes)) + "\n\n" + format_comparisons(label, comparisons)
+    stem = f"dysem-{setup.path.name}" + ("" if options.rows is None else "-rows{}-{}".format(*options.rows))
     table_path, summary_path = setup.out / f"{stem}.md", setup.out / f"{stem}.json"
     atomic_write_text(table_path, text + "\n")
     summary = {
         "model": str(setup.path),
-        "tasks": {t: {"pairs": sizes[t], "translations": covered[t]} for t in setup.tasks},
+        "tasks": sets.described,
         "language_order": choices.order,
         "language_order_method": options.language_order,
         "settings": choices.settings,
+        "source_k": choices.source_k,
         "prompt": options.prompt,
         "component": options.component,
         "dtype": str(extractor.dtype).removeprefix("torch."),
+        "max_pairs": options.max_pairs,
+        "dev": _dev_inputs(setup),
         "dev_pairs": choices.pairs if options.select_on_dev or options.language_order != "given" else 0,
         "dev_labels_used": options.select_on_dev or options.language_order == "labels",
         "grid": choices.grid,
@@ -407,5 +483,40 @@ def run_study(options: StudyOptions) -> StudyResult:
         "forward_batches": extractor.forward_batches,
         "wall_seconds": time.monotonic() - setup.started,
     }
+    if options.rows is not None:  # a chunk: what joining the chunks needs, per pair
+        summary["predictions"] = {
+            task: {"gold": list(gold), "models": _chunk_predictions(predictions, table, task, cls)}
+            for task, (cls, gold) in sets.gold.items()
+        }
+    write_json_atomic(summary_path, summary)
+    return StudyResult(text, summary, table_path, summary_path, table)
+
+
+def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The chunk summaries in ``paths``: JSON files, or folders of them (``dysem-*-rows*.json``)."""
+    files = [
+        f for p in map(Path, paths) for f in (sorted(p.glob("dysem-*-rows*.json")) if p.is_dir() else [p])
+    ]
+    if not files:
+        raise ValueError(f"no chunk summaries in {', '.join(map(str, paths))}")
+    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
+def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> StudyResult:
+    """Join chunk summaries (:func:`mteb_lrd.dysem.chunks.assemble`) and write the whole study's
+    table and summary (``dysem-<model>.md`` / ``.json``) to ``output_dir``."""
+    from mteb_lrd.dysem.chunks import assemble
+    from mteb_lrd.dysem.evaluation import format_comparisons, format_table, write_json_atomic
+
+    summary = assemble(read_chunks(paths))
+    reference, table = summary["paired"]["reference"], summary["table"]
+    text = (
+        format_table(table, list(summary["tasks"]))
+        + "\n\n"
+        + format_comparisons(reference, summary["paired"]["tasks"])
+    )
+    stem = f"dysem-{Path(str(summary['model'])).name}"
+    table_path, summary_path = Path(output_dir) / f"{stem}.md", Path(output_dir) / f"{stem}.json"
+    atomic_write_text(table_path, text + "\n")
     write_json_atomic(summary_path, summary)
     return StudyResult(text, summary, table_path, summary_path, table)

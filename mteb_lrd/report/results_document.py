@@ -12,6 +12,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from mteb_lrd.dysem.chunks import assemble, coverage
+from mteb_lrd.dysem.study import read_chunks
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho, minimum_sign_flip_units
 from mteb_lrd.report.plots import save_png
@@ -198,12 +200,35 @@ def _best_median_budgets(analysis: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def read_dysem(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """The DySem study summaries of ``folder`` (``dysem-*.json``, as ``mteb-lrd dysem`` writes them),
-    by file stem."""
-    return {
+    """The DySem study summaries of ``folder`` by name: ``dysem-*.json`` as ``mteb-lrd dysem`` writes
+    them, and each ``dysem-*/`` folder of chunk summaries (``--rows``) that covers every pair, joined."""
+    found = {
         path.stem: json.loads(path.read_text(encoding="utf-8"))
         for path in sorted(Path(folder).glob("dysem-*.json"))
     }
+    for path, chunks in _dysem_chunk_folders(folder).items():
+        if all(done == total for done, total in coverage(chunks).values()):
+            found[path.name] = assemble(chunks)
+    return found
+
+
+def _dysem_chunk_folders(folder: str | Path) -> dict[Path, list[dict[str, Any]]]:
+    return {path: read_chunks([path]) for path in sorted(Path(folder).glob("dysem-*")) if path.is_dir()}
+
+
+def _dysem_in_progress(folder: str | Path) -> list[str]:
+    """One line per chunked DySem study not yet complete: the pairs its chunks cover so far."""
+    lines = []
+    for path, chunks in _dysem_chunk_folders(folder).items():
+        covered = coverage(chunks)
+        if any(done < total for done, total in covered.values()):
+            parts = ", ".join(
+                f"{task} {done:,} of {total:,} test pairs" for task, (done, total) in covered.items()
+            )
+            lines.append(
+                f"- DySem (`{path.name}`): running in chunks, so far {parts}; reported once every pair is in."
+            )
+    return lines
 
 
 def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
@@ -445,7 +470,8 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     lines += ["", *sections]
     lines += ["## Not covered by these records", "",
               *([] if dysem else
-                ["- DySem (`mteb-lrd dysem`): no committed records yet; its comparison is not reported here."]),
+                ["- DySem (`mteb-lrd dysem`): no complete records yet; its comparison is not reported here."]),
+              *_dysem_in_progress(folder),
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               "- The paper's panel (31 models × 30 MTEB tasks) and its base-LLM MMLU panel: their weights do not "
               "install offline; our panel is the nine models that do (docs/studies.md), on the seven shared STS "
