@@ -195,7 +195,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_study_task_arguments(parser, default_pairs=200, default_test=200)
     add_lrd_study_arguments(parser)
     parser.add_argument("--scores-from", type=path_arg, default=None, metavar="STUDY",
-                        help="read each cell's MTEB main score from this study folder's record of the same cell "
+                        help="read each cell's MTEB main score from this study folder's (or its tidy record "
+                        "file's: mteb-lrd report --export-records) record of the same cell "
                         "(same texts, template and truncation) instead of scoring it again: the score does not "
                         "depend on the LRD options, e.g. --reproduce authors beside a finished study")  # fmt: skip
     add_study_output_arguments(parser)
@@ -210,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
     from mteb_lrd.studies.selection_analysis import analyse_selection
 
     out = Path(args.out)
+    if args.scores_from is not None and not Path(args.scores_from).exists():
+        raise ValueError(f"--scores-from {args.scores_from}: no such study folder or tidy record file")
     if not args.report_only:
         run_selection_study(study_models(args.models), build_study_tasks(args), out, cell_options(args),
                             scores_from=args.scores_from)  # fmt: skip

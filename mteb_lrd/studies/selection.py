@@ -50,21 +50,33 @@ HEADLINE_SCORES: tuple[str, ...] = (
 )
 
 
-def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: int) -> dict[str, Any] | None:
-    """The MTEB main score another study folder recorded for the same cell, or ``None``.
+def _source_record(source: Path, model: str, task: str) -> dict[str, Any] | None:
+    """The record of the cell (``model``, ``task``) in a study folder or a tidy record file."""
+    if source.suffix == ".csv":
+        from mteb_lrd.studies.tidy import read_rows, records_from_rows
 
-    The score does not depend on the LRD options (caps, prompt policy, ``reproduce``), so a second
-    study over the same cells can read it. It is taken only when that record scored the same task
-    texts with the same main score, template and truncation; otherwise the cell is scored.
+        cells = records_from_rows(r for r in read_rows(source) if r["model"] == model and r["task"] == task)
+        return cells[0] if cells else None
+    return read_record(record_path(source, model, task))
+
+
+def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: int) -> dict[str, Any] | None:
+    """The MTEB main score another study recorded for the same cell, or ``None``.
+
+    ``source`` is a study folder or its tidy record file (``mteb-lrd report --export-records``:
+    a study whose folder is gone). The score does not depend on the LRD options (caps, prompt
+    policy, ``reproduce``), so a second study over the same cells can read it. It is taken only
+    when that record scored the same task texts with the same main score, template and truncation
+    (a tidy file written before it kept the truncation is trusted on it); otherwise the cell is scored.
     """
-    record = read_record(record_path(source, model.name, task.metadata.name))
+    record = _source_record(Path(source), model.name, task.metadata.name)
     if record is None:
         return None
     same = (
         record.get("n_texts") == n_texts
         and record.get("main_score_name") == task.metadata.main_score
         and record.get("model", {}).get("template") == model.template
-        and record.get("model", {}).get("max_length") == model.max_length
+        and record.get("model", {}).get("max_length", model.max_length) in (None, model.max_length)
     )
     if not same:
         logger.warning(

@@ -64,6 +64,8 @@ def _common(rec: Mapping[str, Any], study: str, options: Mapping[str, Any]) -> d
 def _selection_rows(rec: Mapping[str, Any], study: str, scores: Mapping[str, float]) -> list[dict[str, Any]]:
     options = {"caps": rec.get("caps"), "reproduce": rec.get("reproduce", "ours"), "prompt": rec.get("prompt"),
                "text_order": rec.get("text_order"), "main_score_name": rec.get("main_score_name")}  # fmt: skip
+    if rec["model"].get("max_length") is not None:
+        options["max_length"] = rec["model"]["max_length"]
     common = _common(rec, study, options)
     seed = (rec.get("lrd_params") or {}).get("seed")
     rows = [{**common, "row": "score", "score": "main_score", "value": rec["main_score"], "seed": seed}]
@@ -117,10 +119,13 @@ def _settings_once(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first = rows[0]
-    model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
     options = json.loads(first["options"] or "{}")
+    model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
+    if options.get("max_length") is not None:  # recorded since tidy files keep the truncation
+        model["max_length"] = options["max_length"]
     rec: dict[str, Any] = {"model": model, "task": first["task"], "n_texts": first["n_texts"],
-                           "reproduce": options.get("reproduce") or "ours", "caps": options.get("caps")}  # fmt: skip
+                           "reproduce": options.get("reproduce") or "ours", "caps": options.get("caps"),
+                           "main_score_name": options.get("main_score_name")}  # fmt: skip
     if any(r["row"] == "base" for r in rows):
         rec["base_score"] = next(r["value"] for r in rows if r["row"] == "base")
         rec["choices"] = [{"method": r["method"], "budget": r["budget"], "seed": r["seed"], "delta": r["value"],
