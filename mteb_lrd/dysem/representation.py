@@ -10,6 +10,7 @@ component) is computed once and kept in a content-addressed on-disk store.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -192,9 +193,14 @@ class RepresentationExtractor:
         return int(self.model.get_input_embeddings().weight.shape[1])  # type: ignore[operator]
 
     def _identity(self) -> str:
+        """What decides the vectors, wherever the model lies: its config (without the folder it
+        was loaded from and the transformers version that wrote it), class, weights, tokenizer,
+        dtype and truncation."""
         config = getattr(self.model, "config", None)
-        config_json = config.to_json_string(use_diff=False) if config is not None else ""
-        digest = hashlib.sha256(config_json.encode())
+        settings = config.to_dict() if config is not None else {}
+        for key in ("_name_or_path", "transformers_version"):
+            settings.pop(key, None)
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
         digest.update(type(self.model).__name__.encode())
         digest.update(f"{self.dtype}|{self.max_length}".encode())
         digest.update(weights_digest(self.model).encode())  # every byte of every tensor

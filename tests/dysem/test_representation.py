@@ -169,3 +169,18 @@ def test_a_tokenizer_that_gives_other_ids_misses_the_cache(tiny_model_dir, tmp_p
     assert again.identity != first.identity
     fresh = RepresentationExtractor(path, other, device="cpu").extract(texts, ["attention"])["attention"]
     np.testing.assert_array_equal(again.extract(texts, ["attention"])["attention"], fresh)
+
+
+def test_the_same_model_in_another_folder_is_served_from_the_cache(tiny_model_dir, tmp_path):
+    """The identity is the model's, not its folder's: a copy elsewhere (another machine's cache
+    folder) reads the vectors the original wrote."""
+    import shutil
+
+    path = tiny_model_dir("qwen2")
+    copy = shutil.copytree(path, tmp_path / "elsewhere" / "model")
+    first = extractor_for(path, cache_dir=tmp_path / "cache")
+    vectors = first.extract(TEXTS, ["attention"])["attention"]
+    again = extractor_for(copy, cache_dir=tmp_path / "cache")
+    assert again.identity == first.identity
+    np.testing.assert_array_equal(again.extract(TEXTS, ["attention"])["attention"], vectors)
+    assert again.forward_texts == 0
