@@ -22,10 +22,10 @@ examples:
   mteb-lrd dysem --model path/to/llama --prompt LP --tasks STSBenchmark,STSBenchmark-de
   mteb-lrd dysem --model smollm2-135m --language-order labels   # the reference's order (uses dev labels; warns)
   # a study too long for one run, in chunks of test pairs (on one machine or several), then joined:
-  mteb-lrd dysem --model qwen2.5-coder-1.5b --max-pairs all --select-on-dev --dev-pairs 200 --rows 0:100 --output-dir d
-  mteb-lrd dysem --model qwen2.5-coder-1.5b --max-pairs all --select-on-dev --dev-pairs 200 --rows 100:200 \
-      --choices-from d/dysem-qwen2.5-coder-1.5b-rows0-100.json --output-dir d
-  mteb-lrd dysem --assemble d/dysem-qwen2.5-coder-1.5b-rows*.json --output-dir d
+  mteb-lrd dysem --model path/to/llama --max-pairs 20 --rows 0:10 --output-dir chunks
+  mteb-lrd dysem --model path/to/llama --max-pairs 20 --rows 10:20 \
+      --choices-from chunks/dysem-llama-rows0-10.json --output-dir chunks
+  mteb-lrd dysem --assemble chunks --output-dir chunks/joined
 
 Costs: every text is encoded once as is and once per language (the candidates while ordering, L
 after). On a CPU the defaults are sized for minutes (SmolLM2-135M, 2 cores: a few minutes), with a
@@ -183,9 +183,9 @@ def _add_sizes_and_folders(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--choices-from", default=None, type=path_arg, metavar="SUMMARY",
                         help="reuse the dev choices of an earlier run's summary (same model and dev "
                         "settings, e.g. the first chunk's) instead of computing them again")  # fmt: skip
-    parser.add_argument("--assemble", nargs="+", default=None, type=path_arg, metavar="CHUNK",
-                        help="join chunk summaries (files or folders of them) into the whole study's "
-                        "table and summary in --output-dir; runs no model")  # fmt: skip
+    add_list_option(parser, "--assemble", dest="assemble", item_type=path_arg, default=None, metavar="CHUNK",
+                    help="join chunk summaries (files or folders of them) into the whole study's table and "
+                    "summary in --output-dir; runs no model")  # fmt: skip
 
 
 def options_from_args(args: argparse.Namespace) -> StudyOptions:

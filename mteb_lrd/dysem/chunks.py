@@ -22,7 +22,7 @@ from mteb_lrd.dysem.evaluation import PAIRED_RESAMPLES, PAIRED_SEED
 __all__ = ["SHARED_KEYS", "assemble", "coverage"]
 
 SHARED_KEYS: tuple[str, ...] = ("dev", "language_order", "settings", "source_k", "prompt", "component",
-                                "dtype", "max_pairs", "grid")  # fmt: skip
+                                "dtype", "max_pairs", "baselines", "grid")  # fmt: skip
 """What every chunk of one study must share (the model's identity is part of ``dev``)."""
 
 
@@ -69,7 +69,10 @@ def _joined(holding: Sequence[Mapping[str, Any]], task: str) -> tuple[np.ndarray
     """Gold scores and each method's similarities over all pairs (methods every chunk ran)."""
     parts = [chunk["predictions"][task] for chunk in holding]
     gold = np.concatenate([np.asarray(p["gold"], dtype=np.float64) for p in parts])
-    methods = [m for m in parts[0]["models"] if all(m in p["models"] for p in parts)]
+    methods = list(parts[0]["models"])
+    if any(list(p["models"]) != methods for p in parts):
+        ran = sorted({m for p in parts for m in p["models"]})
+        raise ValueError(f"{task}: the chunks ran different methods ({', '.join(ran)})")
     return gold, {
         m: np.concatenate([np.asarray(p["models"][m], dtype=np.float64) for p in parts]) for m in methods
     }
@@ -99,10 +102,11 @@ def assemble(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     from mteb_lrd.metrics.statistics import paired_spearman_difference
 
     _check(chunks)
+    chunks = sorted(chunks, key=lambda c: min(d["rows"][0] for d in c["tasks"].values()))
     first = chunks[0]
     reference = first["paired"]["reference"]
     tasks = list(dict.fromkeys(t for chunk in chunks for t in chunk["tasks"]))
-    table: dict[str, dict[str, dict[str, float]]] = {}
+    table: dict[str, dict[str, dict[str, float]]] = {method: {} for method in first["table"]}
     paired: dict[str, dict[str, dict[str, float | int]]] = {}
     described: dict[str, dict[str, Any]] = {}
     for task in tasks:
@@ -113,7 +117,7 @@ def assemble(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "translations": all(c["tasks"][task]["translations"] for c in holding),
         }
         for method, values in similarities.items():
-            table.setdefault(method, {})[task] = {"spearman": 100 * float(spearmanr(gold, values)[0]),
+            table[method][task] = {"spearman": 100 * float(spearmanr(gold, values)[0]),
                                                   "mean_dimensions": _dimensions(holding, task, method)}  # fmt: skip
         if reference in similarities:
             paired[task] = {

@@ -348,10 +348,10 @@ def _test_sets(setup: _Setup) -> _TestSets:
             logger.info(f"{name}: no test pair in rows {rows[0]}:{rows[1]} of its {total}; left out")
             continue
         sets.classes[name], pairs_count = sts_task(name, setup.sts_dir, max_pairs, rows=rows)
-        pairs = load_pairs(path, max_pairs, rows=rows)
-        sets.gold[name] = (sets.classes[name], pairs.scores)
+        sets.gold[name] = (sets.classes[name], load_pairs(path, max_pairs, rows=rows).scores)
+        whole = load_pairs(path, max_pairs)  # a chunk runs the methods a run over every pair runs
         sets.covered[name] = setup.options.translator is not None or setup.corpus.covers(
-            pairs.sentence1 + pairs.sentence2, task_language(name)
+            whole.sentence1 + whole.sentence2, task_language(name)
         )
         sets.described[name] = {"pairs": pairs_count, "translations": sets.covered[name]}
         if rows is not None:
@@ -452,7 +452,8 @@ def run_study(options: StudyOptions) -> StudyResult:
     table = evaluate_models(models, sets.classes, setup.out / "results", batch_size=options.batch_size,
                             predictions_dir=predictions)  # fmt: skip
     others = [m for m in models if m != label]
-    comparisons = paired_comparisons(predictions, label, others, sets.gold)
+    # a chunk's comparisons come from the joined chunks (a chunk of a few pairs has none of its own)
+    comparisons = paired_comparisons(predictions, label, others, sets.gold) if options.rows is None else {}
     text = format_table(table, list(sets.classes)) + "\n\n" + format_comparisons(label, comparisons)
     stem = f"dysem-{setup.path.name}" + ("" if options.rows is None else "-rows{}-{}".format(*options.rows))
     table_path, summary_path = setup.out / f"{stem}.md", setup.out / f"{stem}.json"
@@ -468,6 +469,7 @@ def run_study(options: StudyOptions) -> StudyResult:
         "component": options.component,
         "dtype": str(extractor.dtype).removeprefix("torch."),
         "max_pairs": options.max_pairs,
+        "baselines": options.baselines,
         "dev": _dev_inputs(setup),
         "dev_pairs": choices.pairs if options.select_on_dev or options.language_order != "given" else 0,
         "dev_labels_used": options.select_on_dev or options.language_order == "labels",

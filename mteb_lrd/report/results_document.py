@@ -206,29 +206,35 @@ def read_dysem(folder: str | Path) -> dict[str, dict[str, Any]]:
         path.stem: json.loads(path.read_text(encoding="utf-8"))
         for path in sorted(Path(folder).glob("dysem-*.json"))
     }
-    for path, chunks in _dysem_chunk_folders(folder).items():
-        if all(done == total for done, total in coverage(chunks).values()):
-            found[path.name] = assemble(chunks)
+    found.update(
+        {name: joined for name, joined in _dysem_chunk_folders(folder).items() if isinstance(joined, dict)}
+    )
     return found
 
 
-def _dysem_chunk_folders(folder: str | Path) -> dict[Path, list[dict[str, Any]]]:
-    return {path: read_chunks([path]) for path in sorted(Path(folder).glob("dysem-*")) if path.is_dir()}
+def _dysem_chunk_folders(folder: str | Path) -> dict[str, dict[str, Any] | str]:
+    """Each ``dysem-*/`` folder's joined chunks, or why they cannot be joined yet (a line)."""
+    out: dict[str, dict[str, Any] | str] = {}
+    for path in sorted(p for p in Path(folder).glob("dysem-*") if p.is_dir()):
+        try:
+            chunks = read_chunks([path])
+            covered = coverage(chunks)
+            if any(done < total for done, total in covered.values()):
+                parts = ", ".join(
+                    f"{task} {done:,} of {total:,} test pairs" for task, (done, total) in covered.items()
+                )
+                out[path.name] = f"running in chunks, so far {parts}; reported once every pair is in"
+            else:
+                out[path.name] = assemble(chunks)
+        except (ValueError, KeyError, OSError) as error:
+            out[path.name] = f"its chunks do not join ({error}); not reported"
+    return out
 
 
 def _dysem_in_progress(folder: str | Path) -> list[str]:
-    """One line per chunked DySem study not yet complete: the pairs its chunks cover so far."""
-    lines = []
-    for path, chunks in _dysem_chunk_folders(folder).items():
-        covered = coverage(chunks)
-        if any(done < total for done, total in covered.values()):
-            parts = ", ".join(
-                f"{task} {done:,} of {total:,} test pairs" for task, (done, total) in covered.items()
-            )
-            lines.append(
-                f"- DySem (`{path.name}`): running in chunks, so far {parts}; reported once every pair is in."
-            )
-    return lines
+    """One line per ``dysem-*/`` chunk folder that is not reported: how far it is, or what is wrong."""
+    return [f"- DySem (`{name}`): {state}." for name, state in _dysem_chunk_folders(folder).items()
+            if isinstance(state, str)]  # fmt: skip
 
 
 def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:

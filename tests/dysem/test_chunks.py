@@ -112,6 +112,10 @@ def test_chunks_that_miss_overlap_or_disagree_are_refused(studies):
         for described in shifted["tasks"].values():
             described["rows"] = [3, 7]
         assemble([summaries[0], shifted, summaries[2]])
+    fewer = copy.deepcopy(summaries[1])
+    del fewer["predictions"]["STSBenchmark"]["models"]["PromptEOL"]
+    with pytest.raises(ValueError, match="STSBenchmark: the chunks ran different methods"):
+        assemble([summaries[0], fewer, summaries[2]])
     other = copy.deepcopy(summaries[1])
     other["settings"]["k"] += 1
     with pytest.raises(ValueError, match="chunk 1 was made with other settings"):
@@ -147,7 +151,9 @@ def test_the_results_document_joins_a_complete_chunk_folder_and_names_an_incompl
         (tmp_path / name).mkdir()
         for path in picked:
             shutil.copy(path, tmp_path / name)
+    (tmp_path / "dysem-empty").mkdir()
     text = render_results(tmp_path)
+    assert "- DySem (`dysem-empty`): its chunks do not join (no chunk summaries in" in text
     assert "## DySem (`dysem-done`)" in text and "DySem beats PromptEOL" in text
     assert "## DySem (`dysem-half`)" not in text
     assert (
