@@ -114,6 +114,11 @@ def test_merging_refuses_cells_of_another_kind_or_definition():
     with pytest.raises(ValueError, match="one study"):
         merge_rows(ours, pruning)
     assert merge_rows(ours, ours[:4]) == ours
+    capped = tidy_rows(
+        [{**r, "caps": {"frenet": 10, "nrs": 10, "gfmi": 10}} for r in _selection(4, 1.0)[9:]], "s"
+    )
+    with pytest.raises(ValueError, match="m1 × T3 was made with caps .* the file.s cells with null"):
+        merge_rows(ours, capped)
 
 
 def test_write_results_draws_a_scatter_per_claim_score(tmp_path):

@@ -56,6 +56,8 @@ def _source_record(source: Path, model: str, task: str) -> dict[str, Any] | None
         from mteb_lrd.studies.tidy import read_rows, records_from_rows
 
         cells = records_from_rows(r for r in read_rows(source) if r["model"] == model and r["task"] == task)
+        if cells and "main_score" not in cells[0]:
+            raise ValueError(f"--scores-from {source}: not a selection study's records")
         return cells[0] if cells else None
     return read_record(record_path(source, model, task))
 
@@ -67,17 +69,23 @@ def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: in
     a study whose folder is gone). The score does not depend on the LRD options (caps, prompt
     policy, ``reproduce``), so a second study over the same cells can read it. It is taken only
     when that record scored the same task texts with the same main score, template and truncation
-    (a tidy file written before it kept the truncation is trusted on it); otherwise the cell is scored.
+    (a tidy file written before it kept the truncation is trusted on it, with a warning); otherwise
+    the cell is scored.
     """
     record = _source_record(Path(source), model.name, task.metadata.name)
     if record is None:
         return None
+    truncation = record.get("model", {}).get("max_length")
+    unrecorded = truncation is None and Path(source).suffix == ".csv"  # only a tidy file may lack it
     same = (
         record.get("n_texts") == n_texts
         and record.get("main_score_name") == task.metadata.main_score
         and record.get("model", {}).get("template") == model.template
-        and record.get("model", {}).get("max_length", model.max_length) in (None, model.max_length)
+        and (truncation == model.max_length or unrecorded)
     )
+    if same and unrecorded:
+        logger.warning(f"  {source}: the truncation of {model.name} × {task.metadata.name} is not recorded; "
+                       f"its score is taken as made with {model.max_length} tokens")  # fmt: skip
     if not same:
         logger.warning(
             f"  {source}: {model.name} × {task.metadata.name} was scored on other settings; scoring"

@@ -64,7 +64,7 @@ def _common(rec: Mapping[str, Any], study: str, options: Mapping[str, Any]) -> d
 def _selection_rows(rec: Mapping[str, Any], study: str, scores: Mapping[str, float]) -> list[dict[str, Any]]:
     options = {"caps": rec.get("caps"), "reproduce": rec.get("reproduce", "ours"), "prompt": rec.get("prompt"),
                "text_order": rec.get("text_order"), "main_score_name": rec.get("main_score_name")}  # fmt: skip
-    if rec["model"].get("max_length") is not None:
+    if "max_length" in rec["model"]:  # the truncation, as recorded (None: the model's own limit)
         options["max_length"] = rec["model"]["max_length"]
     common = _common(rec, study, options)
     seed = (rec.get("lrd_params") or {}).get("seed")
@@ -121,7 +121,7 @@ def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first = rows[0]
     options = json.loads(first["options"] or "{}")
     model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
-    if options.get("max_length") is not None:  # recorded since tidy files keep the truncation
+    if "max_length" in options:  # recorded since tidy files keep the truncation
         model["max_length"] = options["max_length"]
     rec: dict[str, Any] = {"model": model, "task": first["task"], "n_texts": first["n_texts"],
                            "reproduce": options.get("reproduce") or "ours", "caps": options.get("caps"),
@@ -185,7 +185,33 @@ def merge_rows(
     records = records_from_rows(merged)
     study_kind(records)
     records_reproduce(records)
+    _same_study_options(existing, update)
     return merged
+
+
+_STUDY_OPTIONS = ("caps", "reproduce", "text_order", "protect", "mapping")
+"""Options every cell of one study shares (a model's prompt or a task's main score may differ)."""
+
+
+def _same_study_options(existing: Sequence[Mapping[str, Any]], update: Sequence[Mapping[str, Any]]) -> None:
+    """Raises ValueError when ``update``'s cells were made with other study options than ``existing``'s."""
+
+    def options(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
+        found: dict[str, tuple[str, str, str]] = {}
+        for row in rows:
+            if row.get("options"):
+                settings = json.loads(str(row["options"]))
+                for key in _STUDY_OPTIONS:
+                    found.setdefault(
+                        key, (json.dumps(settings.get(key), sort_keys=True), row["model"], row["task"])
+                    )
+        return found
+
+    ours, theirs = options(existing), options(update)
+    for key in set(ours) & set(theirs):
+        if ours[key][0] != theirs[key][0]:
+            raise ValueError(f"{theirs[key][1]} × {theirs[key][2]} was made with {key} {theirs[key][0]}, the "
+                             f"file's cells with {ours[key][0]}: not one study")  # fmt: skip
 
 
 def _text(value: Any) -> str:

@@ -273,12 +273,21 @@ def test_a_second_study_reads_the_main_scores_of_the_first(
     assert record["main_score"] == original["main_score"] and record["main_score_from"] == str(ours)
     # a study whose folder is gone: its tidy record file serves the same
     from mteb_lrd.studies.runner import load_records
-    from mteb_lrd.studies.tidy import tidy_rows, write_rows
+    from mteb_lrd.studies.tidy import read_rows, tidy_rows, write_rows
 
     tidy = write_rows(tmp_path / "ours.csv", tidy_rows(load_records(ours), "ours"))
     again = selection.measure_selection_cell(model, tiny_task, CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K,
                                              reproduce="authors"), scores_from=tidy)  # fmt: skip
     assert again["main_score"] == original["main_score"] and again["main_score_from"] == str(tidy)
+    rows = read_rows(tidy)  # a tidy file written before it kept the truncation: trusted, with a warning
+    for row in rows:
+        row["options"] = row["options"] and json.dumps({k: v for k, v in json.loads(row["options"]).items()
+                                                         if k != "max_length"})  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        borrowed = selection.borrowed_score(
+            write_rows(tmp_path / "old.csv", rows), model, tiny_task, again["n_texts"]
+        )
+    assert borrowed["main_score"] == original["main_score"] and "truncation of" in caplog.text
     assert record["reproduce"] == "authors" and record["scores"] != original["scores"]
     model.template = "Say {text} now"  # recorded without a template: not the same cell
     with pytest.raises(AssertionError, match="scored again"), caplog.at_level(logging.WARNING):
