@@ -314,7 +314,10 @@ def _reused_choices(setup: _Setup, path: Path) -> _DevChoices:
     recorded = summary.get("dev")
     if not isinstance(recorded, dict) or "source_k" not in summary:
         raise ValueError(f"--choices-from {path}: the summary records no dev inputs; run without it")
-    differ = sorted(key for key, value in _dev_inputs(setup).items() if recorded.get(key) != value)
+    o = setup.options  # and what the chunks of one study share, refused now rather than when joined
+    inputs = {**_dev_inputs(setup), "max_pairs": o.max_pairs, "baselines": o.baselines}
+    found = {**recorded, "max_pairs": summary.get("max_pairs"), "baselines": summary.get("baselines")}
+    differ = sorted(key for key, value in inputs.items() if found.get(key) != value)
     if differ:
         raise ValueError(f"--choices-from {path}: made with other {', '.join(differ)} than this run's")
     logger.info(f"dev choices from {path}: language order {', '.join(summary['language_order'])}, "

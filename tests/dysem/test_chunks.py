@@ -88,9 +88,11 @@ def test_later_chunks_reuse_the_first_ones_dev_choices(studies, caplog):
     assert first.summary["forward_texts"] > second.summary["forward_texts"]  # no dev stage again
     for key in ("language_order", "settings", "source_k", "grid", "dev"):
         assert second.summary[key] == first.summary[key]
-    with pytest.raises(ValueError, match="made with other dev_pairs, k than this run's"):
-        run_study(replace(base, rows=(0, 2), output_dir=str(out / "x"), dev_pairs=5, k=16,
-                          choices_from=str(first.summary_path)))  # fmt: skip
+    with pytest.raises(
+        ValueError, match="made with other baselines, dev_pairs, k, max_pairs than this run's"
+    ):
+        run_study(replace(base, rows=(0, 2), output_dir=str(out / "x"), dev_pairs=5, k=16, max_pairs=12,
+                          baselines=False, choices_from=str(first.summary_path)))  # fmt: skip
     with pytest.raises(ValueError, match="records no dev inputs"):
         legacy = {k: v for k, v in first.summary.items() if k != "dev"}
         (out / "legacy.json").write_text(json.dumps(legacy))
