@@ -436,10 +436,7 @@ def run_study(options: StudyOptions) -> StudyResult:
         PAIRED_RESAMPLES,
         PAIRED_SEED,
         evaluate_models,
-        format_comparisons,
-        format_table,
         paired_comparisons,
-        write_json_atomic,
     )
 
     setup = _set_up(options)
@@ -457,10 +454,6 @@ def run_study(options: StudyOptions) -> StudyResult:
     others = [m for m in models if m != label]
     # a chunk's comparisons come from the joined chunks (a chunk of a few pairs has none of its own)
     comparisons = paired_comparisons(predictions, label, others, sets.gold) if options.rows is None else {}
-    text = format_table(table, list(sets.classes)) + "\n\n" + format_comparisons(label, comparisons)
-    stem = f"dysem-{setup.path.name}" + ("" if options.rows is None else "-rows{}-{}".format(*options.rows))
-    table_path, summary_path = setup.out / f"{stem}.md", setup.out / f"{stem}.json"
-    atomic_write_text(table_path, text + "\n")
     summary = {
         "model": str(setup.path),
         "tasks": sets.described,
@@ -493,8 +486,8 @@ def run_study(options: StudyOptions) -> StudyResult:
             task: {"gold": list(gold), "models": _chunk_predictions(predictions, table, task, cls)}
             for task, (cls, gold) in sets.gold.items()
         }
-    write_json_atomic(summary_path, summary)
-    return StudyResult(text, summary, table_path, summary_path, table)
+    stem = f"dysem-{setup.path.name}" + ("" if options.rows is None else "-rows{}-{}".format(*options.rows))
+    return _written(setup.out, stem, summary)
 
 
 def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -511,17 +504,23 @@ def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> S
     """Join chunk summaries (:func:`mteb_lrd.dysem.chunks.assemble`) and write the whole study's
     table and summary (``dysem-<model>.md`` / ``.json``) to ``output_dir``."""
     from mteb_lrd.dysem.chunks import assemble
-    from mteb_lrd.dysem.evaluation import format_comparisons, format_table, write_json_atomic
 
     summary = assemble(read_chunks(paths))
-    reference, table = summary["paired"]["reference"], summary["table"]
+    return _written(Path(output_dir), f"dysem-{Path(str(summary['model'])).name}", summary)
+
+
+def _written(folder: Path, stem: str, summary: dict[str, Any]) -> StudyResult:
+    """Write a study's table (``<stem>.md``: the paper-style table and the paired comparisons) and
+    its summary (``<stem>.json``) to ``folder``."""
+    from mteb_lrd.dysem.evaluation import format_comparisons, format_table, write_json_atomic
+
+    paired, table = summary["paired"], summary["table"]
     text = (
         format_table(table, list(summary["tasks"]))
         + "\n\n"
-        + format_comparisons(reference, summary["paired"]["tasks"])
+        + format_comparisons(paired["reference"], paired["tasks"])
     )
-    stem = f"dysem-{Path(str(summary['model'])).name}"
-    table_path, summary_path = Path(output_dir) / f"{stem}.md", Path(output_dir) / f"{stem}.json"
+    table_path, summary_path = folder / f"{stem}.md", folder / f"{stem}.json"
     atomic_write_text(table_path, text + "\n")
     write_json_atomic(summary_path, summary)
     return StudyResult(text, summary, table_path, summary_path, table)
