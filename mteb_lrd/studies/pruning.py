@@ -6,8 +6,9 @@ NRS, GFMI, composite); the angular-distance matrix and a token-level pass for Sh
 influence use the Frenet sub-sample. Every method chooses hidden-state ids among the candidates
 (protect 3 at each end) at every budget; ids become blocks by the chosen mapping (the reference's by
 default) and each distinct block set is removed physically (:func:`mteb_lrd.prune`) and scored with
-``mteb.evaluate``. Cells are recorded as JSON (a partial file keeps finished variants of a cell
-that was interrupted), so the study resumes.
+``mteb.evaluate``. Cells are recorded as JSON; until a cell's record is written its scratch folder
+keeps the profile's extraction shards and the finished variants' scores, so an interrupted cell
+resumes where it stopped and a finished one leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from mteb_lrd.studies.runner import (
     mteb_score,
     profile_cell,
     read_record,
-    record_path,
     run_cells,
     scratch_path,
     task_texts,
@@ -105,33 +105,33 @@ def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
 def measure_pruning_cell(
     model: StudyModel,
     task: Any,
-    partial_path: Path,
     options: CellOptions,
     pruning: PruneStudyOptions,
     speed_cache: dict[int, float],
-    scratch: Path | None = None,
+    scratch: Path,
 ) -> dict[str, Any]:
     """Profiles, choices and the MTEB score of every distinct pruned variant of one cell.
 
     Args:
-        model / task: the cell. partial_path: where finished variants are recorded (resumable).
+        model / task: the cell.
         options / pruning: how the cell is measured and what is compared.
         speed_cache: speed-up per number of removed blocks of this model (timed once per count).
-        scratch: the cell's :func:`~mteb_lrd.studies.runner.scratch_path` (its profile's extraction
-            shards wait there, so an interrupted cell resumes them).
+        scratch: the cell's :func:`~mteb_lrd.studies.runner.scratch_path`: its profile's extraction
+            shards (``profile/``), the finished variants' scores (``variants.json``) and shared-prefix
+            vectors (``vectors/``) wait there, so an interrupted cell resumes them.
     """
     texts = task_texts(task(), options.text_order)
     policy = "none" if options.reproduce == "authors" else options.prompt_policy
     prompt = lrd_prompt(model, task.metadata, policy)
     cell = profile_cell(model, texts, caps=options.caps, seed=options.seed, batch_size=options.batch_size,
                         reproduce=options.reproduce, prompt=prompt,
-                        cache_dir=None if scratch is None else scratch / "profile")  # fmt: skip
+                        cache_dir=scratch / "profile")  # fmt: skip
     rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
     subsets = {size: candidate_block_sets(cell.states.shape[0], size, pruning.protect, pruning.mapping)  # type: ignore[arg-type]
                for size in pruning.all_subsets}  # fmt: skip
     block_sets = [c["blocks"] for c in choices] + [b for sets in subsets.values() for b in sets]
-    done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, partial_path,
+    done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, scratch,
                            options.batch_size, speed_cache, pruning.shared_prefix, texts)  # fmt: skip
     base = done[""]
     for choice in choices:
@@ -196,30 +196,32 @@ def _score_variants(
     task: Any,
     speed_texts: Sequence[str],
     block_sets: Sequence[Sequence[int]],
-    partial_path: Path,
+    scratch: Path,
     batch_size: int,
     speed_cache: dict[int, float],
     shared_prefix: bool = True,
     task_texts: Sequence[str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct block set, resuming from (and
-    recording to) ``partial_path`` after each; ``speed_texts`` are timed.
+    recording to) ``scratch/variants.json`` after each; ``speed_texts`` are timed.
 
     With ``shared_prefix`` a SentenceTransformer's variants are encoded together
-    (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept beside
-    ``partial_path`` until the cell is done; ``task_texts``, the task's distinct texts, are encoded
-    together); otherwise each variant is a pruned copy encoded on its own.
+    (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept in
+    ``scratch/vectors`` until the cell is done; ``task_texts``, the task's distinct texts, are
+    encoded together); otherwise each variant is a pruned copy encoded on its own.
     """
     from mteb_lrd.integration.pruned_variants import PrunedVariants
 
-    done: dict[str, dict[str, float]] = (read_record(partial_path) or {}).get("variants", {})
+    progress = scratch / "variants.json"
+    done: dict[str, dict[str, float]] = (read_record(progress) or {}).get("variants", {})
     distinct = [()] + sorted({tuple(b) for b in block_sets})
     speed_sample = model.texts(list(speed_texts))
     shared = None
     if shared_prefix and model.tokenizer is None:
-        folder = partial_path.with_name(partial_path.name.replace(".partial.json", ".vectors"))
         pending = [b for b in distinct if block_key(b) not in done]
-        shared = PrunedVariants(model.model, pending, folder, batch_size=batch_size, texts=task_texts)
+        shared = PrunedVariants(
+            model.model, pending, scratch / "vectors", batch_size=batch_size, texts=task_texts
+        )
     for blocks in distinct:
         key = block_key(blocks)
         if key in done:
@@ -240,7 +242,7 @@ def _score_variants(
                 measure_speedup(model, variant, speed_sample, batch_size) if blocks else 1.0
             )
         done[key] = {"main_score": score["main_score"], "speedup": speed_cache[len(blocks)]}
-        write_record(partial_path, {"variants": done})
+        write_record(progress, {"variants": done})
         logger.info(f"  blocks [{key}] → {score['main_score']:.4f}")
         # A pruned SentenceTransformer sits in a reference cycle (its model card points back at it),
         # which only the cyclic collector frees; without this every variant's copy stayed in memory
@@ -273,8 +275,7 @@ def run_prune_study(
     speed_caches: dict[str, dict[int, float]] = {}
 
     def measure(model: StudyModel, task_name: str, task: type) -> dict[str, Any]:
-        partial = record_path(out_dir, model.name, task_name, partial=True)
-        return measure_pruning_cell(model, task, partial, options, pruning, speed_caches.setdefault(model.name, {}),
+        return measure_pruning_cell(model, task, options, pruning, speed_caches.setdefault(model.name, {}),
                                     scratch_path(out_dir, model.name, task_name))  # fmt: skip
 
     return run_cells(models, tasks, out_dir, measure, max_length=options.max_length,

@@ -262,15 +262,15 @@ def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, An
     return {"main_score": main, "seconds": seconds, "layer_dynamics": subsets[0].get("layer_dynamics")}
 
 
-def record_path(out_dir: str | Path, model: str, task: str, *, partial: bool = False) -> Path:
-    """Where a cell's record lives: ``records/<model>/<task>.json`` (``.partial.json`` while unfinished)."""
-    suffix = ".partial.json" if partial else ".json"
-    return Path(out_dir) / "records" / model.replace("/", "__") / f"{task}{suffix}"
+def record_path(out_dir: str | Path, model: str, task: str) -> Path:
+    """Where a cell's record lives: ``records/<model>/<task>.json``."""
+    return Path(out_dir) / "records" / model.replace("/", "__") / f"{task}.json"
 
 
 def scratch_path(out_dir: str | Path, model: str, task: str) -> Path:
     """Where a cell keeps what it computed until its record is written (``records/<model>/<task>.scratch``):
-    extraction shards, so that a cell interrupted after hours resumes where it stopped."""
+    extraction shards and finished pruned variants, so that a cell interrupted after hours resumes
+    where it stopped."""
     return record_path(out_dir, model, task).with_suffix(".scratch")
 
 
@@ -290,7 +290,7 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 def load_records(out_dir: str | Path) -> list[dict[str, Any]]:
     """Every finished cell record of a study folder (``records/<model>/<task>.json``; the
-    ``.partial.json`` files of unfinished cells are skipped)."""
+    ``.partial.json`` progress files that prune studies of earlier versions left are skipped)."""
     paths = sorted(Path(out_dir).glob("records/*/*.json"))
     return [read_json(p) for p in paths if not p.name.endswith(".partial.json")]
 

@@ -88,12 +88,13 @@ def test_bad_subset_sizes_are_refused():
     assert PruneStudyOptions(all_subsets=(2, 1, 2)).all_subsets == (1, 2)
 
 
-def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_dir):  # noqa: F811
+def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_dir, monkeypatch):  # noqa: F811
     from mteb_lrd.pruning.pruned import prune
     from mteb_lrd.report.studies import write_prune_report
+    from mteb_lrd.studies import pruning
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
-    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record, scratch_path
 
     model = _decoder(tiny_model_dir, "llama", 8)
     model.name = "tiny-llama-8"
@@ -101,7 +102,25 @@ def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_
         CellOptions(caps=Caps(20, 20, 20)),
         PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2)),
     )
+    # interrupted after three scored sets (the base and two variants), then resumed: the rerun scores
+    # only the 4 sets left of the 1 + 3 + 3, and the cell's scratch folder goes with its record
+    scored = []
+
+    def counted(*args, **kwargs):
+        if len(scored) == 3 and not resumed:
+            raise KeyboardInterrupt
+        scored.append(1)
+        return mteb_score(*args, **kwargs)
+
+    resumed = False
+    monkeypatch.setattr(pruning, "mteb_score", counted)
+    with pytest.raises(KeyboardInterrupt):
+        run_prune_study([model], {"TinySTS": tiny_task}, tmp_path, *options)
+    scratch = scratch_path(tmp_path, "tiny-llama-8", "TinySTS")
+    assert len(read_record(scratch / "variants.json")["variants"]) == 3
+    resumed = True
     run_prune_study([model], {"TinySTS": tiny_task}, tmp_path, *options)
+    assert len(scored) == 1 + 3 + 3 and not scratch.exists()
     record = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.json")
     assert set(record["subsets"]) == {"1", "2"}
     assert set(record["subsets"]["2"]) == {
@@ -116,9 +135,6 @@ def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_
     assert {r["size"] for r in analysis["exhaustive"]["cells"]} == {1, 2}
     report = write_prune_report(analysis, tmp_path / "report").read_text()
     assert "Against every candidate set of the same size" in report
-    # resumable: the partial file holds every scored set, so a crash after it costs no re-scoring
-    partial = read_record(tmp_path / "records" / "tiny-llama-8" / "TinySTS.partial.json")
-    assert len(partial["variants"]) == 1 + 3 + 3
 
 
 def test_pooled_vs_random_averages_within_models_first():
