@@ -171,6 +171,26 @@ def test_each_variant_is_stored_as_its_pruned_copy_would_be(st_model, tmp_path):
     assert len(paths) == 3
 
 
+def test_a_variant_of_a_rule_pruned_model_is_named_as_its_pruned_copy(st_model, tmp_path):
+    """Pruning a rule-pruned model further: the variant's blocks are not the rule's choice, so its
+    experiment names the removed blocks in the base numbering and no rule or budget."""
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    import mteb_lrd
+    from mteb_lrd.integration.pruned_variants import PrunedVariants
+
+    ruled = mteb_lrd.prune(st_model, [1], rule="nrs", budget=0.2)  # the public prune names experiments
+    assert SentenceTransformerEncoderWrapper(ruled).mteb_model_meta.experiment_kwargs["rule"] == "nrs"
+    ours = PrunedVariants(ruled, [[2]], tmp_path / "vectors", batch_size=4).encoder([2]).mteb_model_meta
+    copy = SentenceTransformerEncoderWrapper(mteb_lrd.prune(ruled, [2])).mteb_model_meta
+    assert (
+        ours.experiment_kwargs
+        == copy.experiment_kwargs
+        == {"removed_blocks": [1, 3], "num_blocks": NUM_LAYERS}
+    )
+    assert ours.n_parameters == copy.n_parameters
+
+
 def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
     """EmbeddingGemma-style task-type prompts: each variant's texts get the STS prompt, as in a plain run."""
     from mteb.models import SentenceTransformerEncoderWrapper

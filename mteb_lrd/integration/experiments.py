@@ -86,12 +86,16 @@ def _with_parameters(meta: ModelMeta, count: int | None) -> ModelMeta:
 def variant_meta(meta: ModelMeta, model: object, blocks: Sequence[int]) -> ModelMeta:
     """``meta`` (mteb's, of ``model``) for the variant of ``model`` without ``blocks``: the
     experiment a copy pruned by :func:`mteb_lrd.prune` is stored under, with its parameter count, so
-    a variant's results never land on the full model's. Unchanged for no blocks."""
+    a variant's results never land on the full model's. Unchanged for no blocks.
+
+    The variant of a model pruned by a rule drops the rule and budget: its blocks are not the rule's
+    choice (as :func:`mteb_lrd.prune` records a pruned model pruned further)."""
     if not blocks:
         return meta
     located = locate(model)
     removed, num_blocks = in_base_numbering(pruning_record(model), blocks, located.num_blocks)
-    kwargs = {**dict(meta.experiment_kwargs or {}), "removed_blocks": removed, "num_blocks": num_blocks}
+    kept = {k: v for k, v in dict(meta.experiment_kwargs or {}).items() if k not in EXPERIMENT_KEYS}
+    kwargs = {**kept, "removed_blocks": removed, "num_blocks": num_blocks}
     count = _parameter_count(model)
     if count is not None:
         count -= sum(p.numel() for b in set(blocks) for p in located.blocks[b].parameters())
