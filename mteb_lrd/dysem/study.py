@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,8 @@ class _DevChoices:
 
 def _set_up(options: StudyOptions) -> _Setup:
     """Checks (before any model loads), folders, the representation extractor and the translations."""
+    import torch
+
     from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
@@ -233,11 +235,13 @@ def _set_up(options: StudyOptions) -> _Setup:
     out = Path(options.output_dir)
     cache = Path(options.cache_dir) if options.cache_dir else out / "cache"
     path = model_path(options.model)
+    dtype = resolve_dtype(options.dtype) or torch.float32
+    _refuse_another_run(out / f"{_stem(path, options.rows)}.json", _run_identity(path, options, dtype))
     extractor = RepresentationExtractor(
         path,
         batch_size=options.batch_size,
         device=options.device,
-        dtype=resolve_dtype(options.dtype),
+        dtype=dtype,
         cache_dir=cache / "representations",
         show_progress_bar=options.progress,
         prefetch=("attention", "hidden") if options.baselines else (),
@@ -251,6 +255,36 @@ def _set_up(options: StudyOptions) -> _Setup:
         sources.append(Seq2SeqTranslator(options.translator, cache_dir=cache / "translations"))
     return _Setup(options, tasks, sts_dir, out, path, extractor, languages, corpus,
                   FallbackTranslations(sources), started)  # fmt: skip
+
+
+def _stem(path: Path, rows: tuple[int, int] | None) -> str:
+    """The file name (no suffix) of a run's table and summary: the model's folder and the chunk's rows."""
+    return f"dysem-{path.name}" + ("" if rows is None else "-rows{}-{}".format(*rows))
+
+
+def _run_identity(path: Path, options: StudyOptions, dtype: Any) -> dict[str, Any]:
+    """The summary fields a run's options fix before it starts (the rest follows from the dev choices)."""
+    return {"model": str(path), "prompt": options.prompt, "component": options.component,
+            "dtype": str(dtype).removeprefix("torch."), "max_pairs": options.max_pairs,
+            "baselines": options.baselines, "language_order_method": options.language_order}  # fmt: skip
+
+
+def _refuse_another_run(summary_path: Path, identity: Mapping[str, Any]) -> None:
+    """Refuse (before any model loads) a run whose summary would replace another run's: same model
+    and rows in the same folder, other settings. A rerun of the same run may replace its summary.
+
+    Raises:
+        ValueError: naming the file and the settings that differ.
+    """
+    if not summary_path.is_file():
+        return
+    recorded = json.loads(summary_path.read_text(encoding="utf-8"))
+    differ = [f"{k} {recorded.get(k)!r} -> {v!r}" for k, v in identity.items() if recorded.get(k) != v]
+    if differ:
+        raise ValueError(
+            f"{summary_path} holds a run with other settings ({'; '.join(differ)}); writing this run there "
+            "would replace it: use another --output-dir"
+        )
 
 
 def _choose_on_dev(setup: _Setup) -> _DevChoices:
@@ -486,8 +520,7 @@ def run_study(options: StudyOptions) -> StudyResult:
             task: {"gold": list(gold), "models": _chunk_predictions(predictions, table, task, cls)}
             for task, (cls, gold) in sets.gold.items()
         }
-    stem = f"dysem-{setup.path.name}" + ("" if options.rows is None else "-rows{}-{}".format(*options.rows))
-    return _written(setup.out, stem, summary)
+    return _written(setup.out, _stem(setup.path, options.rows), summary)
 
 
 def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:

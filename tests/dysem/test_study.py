@@ -49,7 +49,7 @@ def test_the_compute_dtype_is_used_recorded_and_part_of_the_cache(tiny_model_dir
                            dev_pairs=3, max_pairs=4, k=8, num_languages=1, batch_size=8, device="cpu",
                            sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"), baselines=False)  # fmt: skip
     fp32 = run_study(options)
-    bf16 = run_study(replace(options, dtype="bfloat16"))
+    bf16 = run_study(replace(options, dtype="bfloat16", output_dir=str(tmp_path / "bf16")))
     assert bf16.summary["dtype"] == "bfloat16" and fp32.summary["dtype"] == "float32"
     assert (
         bf16.summary["forward_texts"] == fp32.summary["forward_texts"] > 0
@@ -99,3 +99,23 @@ def test_the_dev_grid_tries_the_k_below_the_hidden_size(tiny_model_dir, shared_s
     assert {p["k"] for p in run_study(options).summary["grid"]} == {4, 8}  # k >= d: every consensus dimension
     wide = run_study(replace(options, grid_k=(2 * hidden, hidden), output_dir=str(tmp_path / "wide")))
     assert {p["k"] for p in wide.summary["grid"]} == {hidden}  # none below d: the smallest alone
+
+
+def test_a_run_never_replaces_another_runs_summary(tiny_model_dir, shared_sts, tmp_path):
+    """Same model, rows and folder with other settings: refused before the model loads (the earlier
+    run's summary stays); the same run again replaces its own summary."""
+    options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark"], languages="en,de",
+                           dev_pairs=3, max_pairs=4, k=8, num_languages=1, batch_size=8, device="cpu",
+                           sts_dir=str(shared_sts), output_dir=str(tmp_path / "out"), baselines=False)  # fmt: skip
+    first = run_study(options)
+    before = first.summary_path.read_bytes()
+    for changed, named in (({"component": "mlp"}, "component 'attention' -> 'mlp'"),
+                           ({"dtype": "bfloat16"}, "dtype 'float32' -> 'bfloat16'"),
+                           ({"max_pairs": 3}, "max_pairs 4 -> 3")):  # fmt: skip
+        with pytest.raises(ValueError, match=f"other settings \\({named}\\).*another --output-dir"):
+            run_study(replace(options, **changed))
+        assert first.summary_path.read_bytes() == before
+    assert run_study(options).summary["table"] == first.summary["table"]
+    assert (
+        run_study(replace(options, rows=(0, 2))).summary_path != first.summary_path
+    )  # a chunk: its own file
