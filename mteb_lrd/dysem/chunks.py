@@ -44,6 +44,8 @@ def _check(chunks: Sequence[Mapping[str, Any]]) -> None:
     for i, chunk in enumerate(chunks):
         if "predictions" not in chunk or any("rows" not in d for d in chunk["tasks"].values()):
             raise ValueError(f"summary {i} is not a chunk (run with --rows START:STOP)")
+        if not chunk["tasks"]:
+            raise ValueError(f"chunk {i} holds no test pair")
         differ = [key for key in SHARED_KEYS if chunk.get(key) != chunks[0].get(key)]
         if differ:
             raise ValueError(f"chunk {i} was made with other {', '.join(differ)} than chunk 0")
@@ -76,6 +78,13 @@ def _joined(holding: Sequence[Mapping[str, Any]], task: str) -> tuple[np.ndarray
     return gold, {
         m: np.concatenate([np.asarray(p["models"][m], dtype=np.float64) for p in parts]) for m in methods
     }
+
+
+def _common_run(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The settings every chunk was asked alike (their ``run`` fields with one value in all; the
+    first chunk alone also records the inputs of the dev choices the others reuse)."""
+    runs = [dict(c.get("run") or {}) for c in chunks]
+    return {key: value for key, value in runs[0].items() if all(key in r and r[key] == value for r in runs)}
 
 
 def _dimensions(holding: Sequence[Mapping[str, Any]], task: str, method: str) -> float:
@@ -131,6 +140,7 @@ def assemble(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     summary.update(tasks=described, table=table,
                    paired={"reference": reference, "n_resamples": PAIRED_RESAMPLES, "seed": PAIRED_SEED,
                            "tasks": paired},
+                   run=_common_run(chunks),
                    chunks=[{t: d["rows"] for t, d in c["tasks"].items()} for c in chunks],
                    forward_texts=sum(int(c["forward_texts"]) for c in chunks),
                    forward_batches=sum(int(c["forward_batches"]) for c in chunks),

@@ -26,6 +26,7 @@ __all__ = [
     "STS_TASKS",
     "LabelledPairs",
     "load_pairs",
+    "load_test_set",
     "row_range",
     "sts_task",
     "task_language",
@@ -61,6 +62,8 @@ class LabelledPairs:
     scores: list[float]
     source: str = ""
     indices: list[int] = field(default_factory=list)
+    available: int = 0
+    """Rows of the source file (more than ``len(scores)`` for a sub-sample)."""
 
     def rows(self) -> list[dict[str, Any]]:
         """The pairs as MTEB STS rows."""
@@ -68,6 +71,18 @@ class LabelledPairs:
             {"sentence1": a, "sentence2": b, "score": s}
             for a, b, s in zip(self.sentence1, self.sentence2, self.scores, strict=True)
         ]
+
+    @property
+    def sampled(self) -> bool:
+        """Whether these are fewer pairs than the source file holds."""
+        return len(self.scores) < self.available
+
+    def chunk(self, rows: tuple[int, int]) -> LabelledPairs:
+        """The ``rows`` ``(start, stop)`` slice (checked and clipped by :func:`row_range`)."""
+        start, stop = row_range(rows, len(self.scores))
+        return LabelledPairs(self.sentence1[start:stop], self.sentence2[start:stop], self.scores[start:stop],
+                             source=self.source, indices=self.indices[start:stop],
+                             available=self.available)  # fmt: skip
 
 
 def row_range(rows: tuple[int, int], total: int) -> tuple[int, int]:
@@ -98,17 +113,32 @@ def load_pairs(
         if max_pairs < 2:
             raise ValueError(f"max_pairs must be at least 2, got {max_pairs}")
         indices = sorted(np.random.RandomState(seed).choice(len(records), max_pairs, replace=False).tolist())
-    if rows is not None:
-        start, stop = row_range(rows, len(indices))
-        indices = indices[start:stop]
     picked = [records[i] for i in indices]
-    return LabelledPairs(
+    pairs = LabelledPairs(
         [r["sentence1"] for r in picked],
         [r["sentence2"] for r in picked],
         [float(r["score"]) for r in picked],
         source=str(path),
         indices=indices,
+        available=len(records),
     )
+    return pairs if rows is None else pairs.chunk(rows)
+
+
+def load_test_set(
+    name: str, sts_dir: str | os.PathLike[str], max_pairs: int | None = None, seed: int = 42
+) -> LabelledPairs:
+    """The test pairs of ``name`` of :data:`STS_TASKS` in the shared STS folder (see :func:`load_pairs`).
+
+    Raises:
+        ValueError: an unknown task. FileNotFoundError: its file is missing.
+    """
+    if name not in STS_TASKS:
+        raise ValueError(f"unknown STS task {name!r}; available: {', '.join(STS_TASKS)}")
+    path = Path(sts_dir) / STS_TASKS[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"STS data for {name} not found at {path}")
+    return load_pairs(path, max_pairs, seed)
 
 
 def task_language(name: str) -> str:
@@ -118,13 +148,12 @@ def task_language(name: str) -> str:
 
 def sts_task(
     name: str,
-    sts_dir: str | os.PathLike[str],
-    max_pairs: int | None = None,
+    test_set: LabelledPairs,
     seed: int = 42,
     rows: tuple[int, int] | None = None,
 ) -> tuple[type, int]:
-    """An MTEB STS task class for ``name`` of :data:`STS_TASKS`, sub-sampled when ``max_pairs`` is
-    set, and only its ``rows`` slice when given (see :func:`load_pairs`).
+    """An MTEB STS task class for ``test_set``, the test pairs of ``name`` of :data:`STS_TASKS`
+    (:func:`load_test_set`, drawn with ``seed``), only its ``rows`` slice when given.
 
     Returns:
         ``(task class, number of pairs)``; the task is named ``DySem<name>`` plus
@@ -134,18 +163,12 @@ def sts_task(
     from mteb_lrd.dysem.languages import LANGUAGES
     from mteb_lrd.integration.local_tasks import make_task
 
-    if name not in STS_TASKS:
-        raise ValueError(f"unknown STS task {name!r}; available: {', '.join(STS_TASKS)}")
-    path = Path(sts_dir) / STS_TASKS[name]
-    if not path.is_file():
-        raise FileNotFoundError(f"STS data for {name} not found at {path}")
-    total = len(read_jsonl(path))
-    sampled = max_pairs is not None and max_pairs < total
-    pairs = load_pairs(path, max_pairs, seed, rows)
-    task_name = f"DySem{name}" + (f"-sample{max_pairs}" if sampled else "")
+    task_name = f"DySem{name}" + (f"-sample{len(test_set.scores)}" if test_set.sampled else "")
+    pairs = test_set
     if rows is not None:
-        start, stop = row_range(rows, max_pairs if sampled and max_pairs is not None else total)
+        start, stop = row_range(rows, len(test_set.scores))
         task_name += f"-rows{start}-{stop}"
+        pairs = test_set.chunk(rows)
     low = 1.0 if name == "SICK-R" else 0.0
     records = pairs.rows()
     task = make_task(

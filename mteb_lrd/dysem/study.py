@@ -196,6 +196,10 @@ class _Setup:
     corpus: Any
     translations: Any
     started: float
+    test_sets: dict[str, Any]
+    """Per task: its test pairs (:class:`~mteb_lrd.dysem.evaluation.LabelledPairs`, all of a chunk's task)."""
+    identity: dict[str, Any]
+    """What the run's results depend on, as asked (the summary's ``run``; see :func:`_run_identity`)."""
 
     def dysem(self, langs: list[str], settings: dict[str, Any], **overrides: Any) -> Any:
         """A DySem model over ``langs`` with ``settings`` (k, L, value) and ``overrides``."""
@@ -222,6 +226,7 @@ def _set_up(options: StudyOptions) -> _Setup:
     """Checks (before any model loads), folders, the representation extractor and the translations."""
     import torch
 
+    from mteb_lrd.dysem.evaluation import load_test_set
     from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
@@ -232,11 +237,17 @@ def _set_up(options: StudyOptions) -> _Setup:
     options = resolve_sizes(options)
     tasks = _check(options)
     sts_dir = Path(options.sts_dir) if options.sts_dir else shared_sts_dir()
+    max_pairs = None if options.max_pairs is None else int(options.max_pairs)
+    test_sets = {name: load_test_set(name, sts_dir, max_pairs) for name in tasks}
+    if options.rows is not None:
+        _check_rows(options.rows, {name: len(pairs.scores) for name, pairs in test_sets.items()})
     out = Path(options.output_dir)
     cache = Path(options.cache_dir) if options.cache_dir else out / "cache"
     path = model_path(options.model)
     dtype = resolve_dtype(options.dtype) or torch.float32
-    _refuse_another_run(out / f"{_stem(path, options.rows)}.json", _run_identity(path, options, dtype))
+    languages = _candidate_languages(options.languages)
+    identity = _run_identity(path, options, tasks, languages, dtype)
+    _refuse_another_run(out / f"{_stem(path, options.rows)}.json", identity)
     extractor = RepresentationExtractor(
         path,
         batch_size=options.batch_size,
@@ -246,7 +257,6 @@ def _set_up(options: StudyOptions) -> _Setup:
         show_progress_bar=options.progress,
         prefetch=("attention", "hidden") if options.baselines else (),
     )
-    languages = _candidate_languages(options.languages)
     corpus = ParallelCorpus.from_sts_multi(
         sts_dir / "STSBenchmark-multi", languages=[x for x in languages if x in STSB_MULTI_LANGUAGES]
     )
@@ -254,7 +264,17 @@ def _set_up(options: StudyOptions) -> _Setup:
     if options.translator:
         sources.append(Seq2SeqTranslator(options.translator, cache_dir=cache / "translations"))
     return _Setup(options, tasks, sts_dir, out, path, extractor, languages, corpus,
-                  FallbackTranslations(sources), started)  # fmt: skip
+                  FallbackTranslations(sources), started, test_sets, identity)  # fmt: skip
+
+
+def _check_rows(rows: tuple[int, int], sizes: Mapping[str, int]) -> None:
+    """Refuse a chunk's rows that are no range or hold no pair of any task (before the model loads)."""
+    start, stop = (int(x) for x in rows)
+    if start < 0 or stop <= start:
+        raise ValueError(f"--rows must be START:STOP with 0 <= START < STOP, got {start}:{stop}")
+    if start >= max(sizes.values()):
+        held = ", ".join(f"{name} {n}" for name, n in sizes.items())
+        raise ValueError(f"--rows {start}:{stop} holds no test pair: the test sets have {held} pairs")
 
 
 def _stem(path: Path, rows: tuple[int, int] | None) -> str:
@@ -262,24 +282,47 @@ def _stem(path: Path, rows: tuple[int, int] | None) -> str:
     return f"dysem-{path.name}" + ("" if rows is None else "-rows{}-{}".format(*rows))
 
 
-def _run_identity(path: Path, options: StudyOptions, dtype: Any) -> dict[str, Any]:
-    """The summary fields a run's options fix before it starts (the rest follows from the dev choices)."""
-    return {"model": str(path), "prompt": options.prompt, "component": options.component,
-            "dtype": str(dtype).removeprefix("torch."), "max_pairs": options.max_pairs,
-            "baselines": options.baselines, "language_order_method": options.language_order}  # fmt: skip
+def _run_identity(
+    path: Path, options: StudyOptions, tasks: Sequence[str], languages: Sequence[str], dtype: Any
+) -> dict[str, Any]:
+    """What a run's results depend on, as asked (the summary's ``run``): the model, tasks, languages,
+    translator, representation and sizes, and the inputs of the dev choices the run makes (none
+    when it reuses another run's, ``choices_from``)."""
+    identity: dict[str, Any] = {
+        "model": str(path.resolve()), "tasks": list(tasks), "languages": list(languages),
+        "translator": options.translator, "prompt": options.prompt, "component": options.component,
+        "dtype": str(dtype).removeprefix("torch."), "max_pairs": options.max_pairs,
+        "baselines": options.baselines, "language_order": options.language_order,
+    }  # fmt: skip
+    if options.choices_from is not None:
+        return identity
+    if options.language_order != "given" or options.select_on_dev:
+        identity["dev_pairs"] = int(options.dev_pairs)
+    if options.select_on_dev:
+        identity.update(select_on_dev=True, grid_k=[int(k) for k in options.grid_k],
+                        grid_languages=[int(n) for n in options.grid_languages])  # fmt: skip
+    else:
+        identity.update(k=int(options.k), num_languages=int(options.num_languages), value=options.value)
+    return identity
 
 
 def _refuse_another_run(summary_path: Path, identity: Mapping[str, Any]) -> None:
     """Refuse (before any model loads) a run whose summary would replace another run's: same model
-    and rows in the same folder, other settings. A rerun of the same run may replace its summary.
+    and rows in the same folder, other settings (among those both runs record in ``run``). A rerun of
+    the same run may replace its summary.
 
     Raises:
-        ValueError: naming the file and the settings that differ.
+        ValueError: naming the file and the settings that differ, or a summary that records no ``run``.
     """
     if not summary_path.is_file():
         return
-    recorded = json.loads(summary_path.read_text(encoding="utf-8"))
-    differ = [f"{k} {recorded.get(k)!r} -> {v!r}" for k, v in identity.items() if recorded.get(k) != v]
+    recorded = json.loads(summary_path.read_text(encoding="utf-8")).get("run")
+    if recorded is None:
+        raise ValueError(f"{summary_path} holds a run that records no settings to compare with; writing "
+                         "this run there would replace it: move it away or use another --output-dir")  # fmt: skip
+    differ = [
+        f"{k} {recorded[k]!r} -> {v!r}" for k, v in identity.items() if k in recorded and recorded[k] != v
+    ]
     if differ:
         raise ValueError(
             f"{summary_path} holds a run with other settings ({'; '.join(differ)}); writing this run there "
@@ -362,8 +405,9 @@ def _reused_choices(setup: _Setup, path: Path) -> _DevChoices:
 
 @dataclass(frozen=True)
 class _TestSets:
-    """Per task: the mteb task class, its gold scores, whether translations cover it, and what it
-    holds: ``{"pairs": n, "translations": bool}``, plus ``rows`` and ``total_pairs`` for a chunk."""
+    """Per task: the mteb task class, its gold scores, whether translations cover it (every task of
+    the run, a chunk's left-out ones too), and what it holds: ``{"pairs": n, "translations": bool}``,
+    plus ``rows`` and ``total_pairs`` for a chunk."""
 
     classes: dict[str, type]
     gold: dict[str, tuple[type, list[float]]]
@@ -373,23 +417,21 @@ class _TestSets:
 
 def _test_sets(setup: _Setup) -> _TestSets:
     """The test sets of the run (a chunk's rows of them for ``rows``)."""
-    from mteb_lrd.dysem.evaluation import STS_TASKS, load_pairs, row_range, sts_task, task_language
+    from mteb_lrd.dysem.evaluation import row_range, sts_task, task_language
 
     sets = _TestSets({}, {}, {}, {})
-    max_pairs = None if setup.options.max_pairs is None else int(setup.options.max_pairs)
     rows = setup.options.rows
-    for name in setup.tasks:
-        path = setup.sts_dir / STS_TASKS[name]
-        total = len(load_pairs(path, max_pairs).scores)
-        if rows is not None and int(rows[0]) >= total:
-            logger.info(f"{name}: no test pair in rows {rows[0]}:{rows[1]} of its {total}; left out")
-            continue
-        sets.classes[name], pairs_count = sts_task(name, setup.sts_dir, max_pairs, rows=rows)
-        sets.gold[name] = (sets.classes[name], load_pairs(path, max_pairs, rows=rows).scores)
-        whole = load_pairs(path, max_pairs)  # a chunk runs the methods a run over every pair runs
+    for name, whole in setup.test_sets.items():
+        # judged on every task and all its pairs: a chunk runs the methods a run over every pair runs
         sets.covered[name] = setup.options.translator is not None or setup.corpus.covers(
             whole.sentence1 + whole.sentence2, task_language(name)
         )
+        total = len(whole.scores)
+        if rows is not None and int(rows[0]) >= total:
+            logger.info(f"{name}: no test pair in rows {rows[0]}:{rows[1]} of its {total}; left out")
+            continue
+        sets.classes[name], pairs_count = sts_task(name, whole, rows=rows)
+        sets.gold[name] = (sets.classes[name], (whole if rows is None else whole.chunk(rows)).scores)
         sets.described[name] = {"pairs": pairs_count, "translations": sets.covered[name]}
         if rows is not None:
             sets.described[name].update(rows=list(row_range(rows, total)), total_pairs=total)
@@ -462,9 +504,11 @@ def run_study(options: StudyOptions) -> StudyResult:
     records of this module's logger.
 
     Raises:
-        ValueError: unknown tasks, non-positive sizes, a model that is neither a folder nor a
-            panel name (all before any model is loaded).
-        FileNotFoundError: missing STS data.
+        ValueError: unknown tasks, non-positive sizes, rows past every test set, a summary of a run
+            with other settings in the way, a model that is neither a folder nor a panel name (all
+            before any model is loaded); a ``choices_from`` summary made with another model or dev
+            settings (once the model is loaded: its identity is part of the check).
+        FileNotFoundError: missing STS data (before any model is loaded).
     """
     from mteb_lrd.dysem.evaluation import (
         PAIRED_RESAMPLES,
@@ -490,6 +534,7 @@ def run_study(options: StudyOptions) -> StudyResult:
     comparisons = paired_comparisons(predictions, label, others, sets.gold) if options.rows is None else {}
     summary = {
         "model": str(setup.path),
+        "run": setup.identity,
         "tasks": sets.described,
         "language_order": choices.order,
         "language_order_method": options.language_order,
@@ -539,7 +584,9 @@ def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> S
     from mteb_lrd.dysem.chunks import assemble
 
     summary = assemble(read_chunks(paths))
-    return _written(Path(output_dir), f"dysem-{Path(str(summary['model'])).name}", summary)
+    stem = f"dysem-{Path(str(summary['model'])).name}"
+    _refuse_another_run(Path(output_dir) / f"{stem}.json", summary["run"])
+    return _written(Path(output_dir), stem, summary)
 
 
 def _written(folder: Path, stem: str, summary: dict[str, Any]) -> StudyResult:

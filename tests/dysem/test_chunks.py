@@ -82,6 +82,46 @@ def test_the_joined_chunks_report_what_one_run_reports(studies):
     assert joined.table_path.read_text().startswith("| model | STSBenchmark | STS16 |")
 
 
+def test_the_joined_chunks_never_replace_another_runs_summary(studies, tmp_path):
+    """The joined summary records what every chunk was asked alike; it may replace the summary of
+    the same study run at once, not one made with other settings."""
+    base, whole, chunks, out = studies
+    joined = assemble_summaries([out], tmp_path / "same")
+    assert (
+        joined.summary["run"]["tasks"] == ["STSBenchmark", "STS16"] and "grid_k" not in joined.summary["run"]
+    )
+    assert chunks[0].summary["run"]["grid_k"] == [4, 8]  # only the first chunk made the dev choices
+    (tmp_path / "same" / joined.summary_path.name).write_text(json.dumps(whole.summary))
+    assemble_summaries([out], tmp_path / "same")  # the whole run's settings: replaced
+    other = dict(whole.summary, run=dict(whole.summary["run"], prompt="LP"))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / joined.summary_path.name).write_text(json.dumps(other))
+    with pytest.raises(ValueError, match="other settings \\(prompt 'LP' -> 'EP'\\)"):
+        assemble_summaries([out], tmp_path / "other")
+
+
+def test_a_chunk_judges_coverage_on_every_task_and_refuses_rows_past_every_set(
+    tiny_model_dir, shared_sts, tmp_path
+):
+    """STS16's texts are not in the parallel data, so a run of both tasks adds the source-only DySem;
+    a chunk past STS16's end holds only STS Benchmark pairs and still runs it (the chunks then join)."""
+    from mteb_lrd.dysem.evaluation import load_test_set
+
+    sizes = {t: len(load_test_set(t, shared_sts).scores) for t in ("STSBenchmark", "STS16")}
+    assert sizes["STS16"] < sizes["STSBenchmark"]
+    options = StudyOptions(model=str(tiny_model_dir("llama")), tasks=["STSBenchmark", "STS16"],
+                           languages="en,de", dev_pairs=3, max_pairs=None, k=8, num_languages=1,
+                           batch_size=8, device="cpu", sts_dir=str(shared_sts), baselines=False,
+                           rows=(sizes["STS16"], sizes["STS16"] + 3), output_dir=str(tmp_path / "out"))  # fmt: skip
+    chunk = run_study(options)
+    assert list(chunk.summary["tasks"]) == ["STSBenchmark"]
+    assert any(m.startswith("DySem source only") for m in chunk.summary["table"])
+    past = sizes["STSBenchmark"]
+    with pytest.raises(ValueError, match=f"--rows {past}:{past + 5} holds no test pair: the test sets have "
+                                         f"STSBenchmark {past}, STS16 {sizes['STS16']} pairs"):  # fmt: skip
+        run_study(replace(options, rows=(past, past + 5), model=str(tmp_path / "no-model")))  # before loading
+
+
 def test_later_chunks_reuse_the_first_ones_dev_choices(studies, caplog):
     base, _, chunks, out = studies
     first, second = chunks[0], chunks[1]

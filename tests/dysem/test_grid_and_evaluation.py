@@ -7,7 +7,14 @@ import pytest
 from scipy.stats import spearmanr
 
 from mteb_lrd.dysem import best_point, consensus_mask, dynamic_similarity, grid_search
-from mteb_lrd.dysem.evaluation import format_table, load_pairs, sts_task, task_language, write_json_atomic
+from mteb_lrd.dysem.evaluation import (
+    format_table,
+    load_pairs,
+    load_test_set,
+    sts_task,
+    task_language,
+    write_json_atomic,
+)
 from mteb_lrd.dysem.grid import GridPoint
 
 
@@ -53,13 +60,22 @@ def test_load_pairs_subsamples_with_seed_42(tmp_path):
     assert len(load_pairs(path).scores) == 50
 
 
-def test_sts_task_names_samples_and_languages(shared_sts):
-    task_cls, n = sts_task("STSBenchmark-de", shared_sts, max_pairs=12)
+def test_sts_task_names_samples_chunks_and_languages(shared_sts, tmp_path):
+    sample = load_test_set("STSBenchmark-de", shared_sts, max_pairs=12)
+    task_cls, n = sts_task("STSBenchmark-de", sample)
     task = task_cls()
     assert n == 12 and task.metadata.name == "DySemSTSBenchmark-de-sample12"
     assert task.metadata.eval_langs == ["deu-Latn"] and task_language("STSBenchmark-de") == "de"
+    chunk_cls, n = sts_task("STSBenchmark-de", sample, rows=(10, 20))  # the stop clipped to the sample
+    assert n == 2 and chunk_cls().metadata.name == "DySemSTSBenchmark-de-sample12-rows10-12"
+    whole = load_test_set("STSBenchmark-de", shared_sts)
+    assert (
+        not whole.sampled and sts_task("STSBenchmark-de", whole)[0]().metadata.name == "DySemSTSBenchmark-de"
+    )
     with pytest.raises(ValueError, match="unknown STS task"):
-        sts_task("STS99", shared_sts)
+        load_test_set("STS99", shared_sts)
+    with pytest.raises(FileNotFoundError, match="STS data for STS12 not found"):
+        load_test_set("STS12", tmp_path)
 
 
 def test_format_table_and_json(tmp_path):

@@ -111,7 +111,9 @@ def test_a_run_never_replaces_another_runs_summary(tiny_model_dir, shared_sts, t
     before = first.summary_path.read_bytes()
     for changed, named in (({"component": "mlp"}, "component 'attention' -> 'mlp'"),
                            ({"dtype": "bfloat16"}, "dtype 'float32' -> 'bfloat16'"),
-                           ({"max_pairs": 3}, "max_pairs 4 -> 3")):  # fmt: skip
+                           ({"max_pairs": 3}, "max_pairs 4 -> 3"),
+                           ({"k": 16}, "k 8 -> 16"),
+                           ({"tasks": ["STS16"]}, "tasks \\['STSBenchmark'\\] -> \\['STS16'\\]")):  # fmt: skip
         with pytest.raises(ValueError, match=f"other settings \\({named}\\).*another --output-dir"):
             run_study(replace(options, **changed))
         assert first.summary_path.read_bytes() == before
