@@ -119,6 +119,20 @@ def test_merging_refuses_cells_of_another_kind_or_definition():
     )
     with pytest.raises(ValueError, match="m1 × T3 was made with caps .* the file.s cells with null"):
         merge_rows(ours, capped)
+    # a study rerun whole with new caps replaces every cell: nothing kept to disagree with
+    recapped = tidy_rows(
+        [{**r, "caps": {"frenet": 10, "nrs": 10, "gfmi": 10}} for r in _selection(3, 1.0)], "s"
+    )
+    assert merge_rows(ours, recapped) == recapped
+
+    def truncated(records, max_length):
+        return [{**r, "model": {**r["model"], "max_length": max_length}} for r in records]
+
+    at_512 = tidy_rows(truncated(_selection(3, 1.0), 512), "s")
+    with pytest.raises(ValueError, match="m1 × T3 was made with max_length 256, the file.s cells with 512"):
+        merge_rows(at_512, tidy_rows(truncated(_selection(4, 1.0)[9:], 256), "s"))
+    unrecorded = tidy_rows(_selection(4, 1.0)[9:], "s")  # written before the truncation was kept
+    assert len(merge_rows(at_512, unrecorded)) > len(at_512)
 
 
 def test_write_results_draws_a_scatter_per_claim_score(tmp_path):

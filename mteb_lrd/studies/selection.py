@@ -75,8 +75,10 @@ def borrowed_score(source: str | Path, model: StudyModel, task: Any, n_texts: in
     record = _source_record(Path(source), model.name, task.metadata.name)
     if record is None:
         return None
-    truncation = record.get("model", {}).get("max_length")
-    unrecorded = truncation is None and Path(source).suffix == ".csv"  # only a tidy file may lack it
+    truncation = record.get("model", {}).get("max_length")  # None: the model's own limit
+    unrecorded = (
+        "max_length" not in record.get("model", {}) and Path(source).suffix == ".csv"
+    )  # older tidy files
     same = (
         record.get("n_texts") == n_texts
         and record.get("main_score_name") == task.metadata.main_score
@@ -104,7 +106,7 @@ def measure_selection_cell(
     """LRD summaries, RankMe / α-ReQ of the final layer, and the MTEB main score of one cell.
 
     ``reproduce="authors"`` also means no prompt for LRD (the authors use none). With
-    ``scores_from`` (a study folder), the main score is read from its record of the cell when it
+    ``scores_from`` (a study folder or its tidy CSV), the main score is read from its record of the cell when it
     scored the same texts (:func:`borrowed_score`). With ``scratch`` (the cell's
     :func:`~mteb_lrd.studies.runner.scratch_path`), the extraction passes keep their shards there, so
     an interrupted cell resumes them.

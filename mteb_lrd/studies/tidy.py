@@ -185,29 +185,30 @@ def merge_rows(
     records = records_from_rows(merged)
     study_kind(records)
     records_reproduce(records)
-    _same_study_options(existing, update)
+    _same_study_options([row for row in existing if _cell_key(row) not in new], update)
     return merged
 
 
-_STUDY_OPTIONS = ("caps", "reproduce", "text_order", "protect", "mapping")
+_STUDY_OPTIONS = ("caps", "reproduce", "text_order", "protect", "mapping", "max_length")
 """Options every cell of one study shares (a model's prompt or a task's main score may differ)."""
 
 
-def _same_study_options(existing: Sequence[Mapping[str, Any]], update: Sequence[Mapping[str, Any]]) -> None:
-    """Raises ValueError when ``update``'s cells were made with other study options than ``existing``'s."""
+def _same_study_options(kept: Sequence[Mapping[str, Any]], update: Sequence[Mapping[str, Any]]) -> None:
+    """Raises ValueError when ``update``'s cells were made with other study options than the cells
+    the file keeps (an option is compared where both record it)."""
 
     def options(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str, str]]:
         found: dict[str, tuple[str, str, str]] = {}
         for row in rows:
             if row.get("options"):
                 settings = json.loads(str(row["options"]))
-                for key in _STUDY_OPTIONS:
+                for key in (k for k in _STUDY_OPTIONS if k in settings):
                     found.setdefault(
                         key, (json.dumps(settings.get(key), sort_keys=True), row["model"], row["task"])
                     )
         return found
 
-    ours, theirs = options(existing), options(update)
+    ours, theirs = options(kept), options(update)
     for key in set(ours) & set(theirs):
         if ours[key][0] != theirs[key][0]:
             raise ValueError(f"{theirs[key][1]} × {theirs[key][2]} was made with {key} {theirs[key][0]}, the "

@@ -288,6 +288,12 @@ def test_a_second_study_reads_the_main_scores_of_the_first(
             write_rows(tmp_path / "old.csv", rows), model, tiny_task, again["n_texts"]
         )
     assert borrowed["main_score"] == original["main_score"] and "truncation of" in caplog.text
+    for row in rows:  # recorded as the model's own limit (null): not this study's 512 tokens
+        row["options"] = row["options"] and json.dumps({**json.loads(row["options"]), "max_length": None})
+    null = write_rows(tmp_path / "null.csv", rows)
+    assert (
+        model.max_length == 512 and selection.borrowed_score(null, model, tiny_task, again["n_texts"]) is None
+    )
     assert record["reproduce"] == "authors" and record["scores"] != original["scores"]
     model.template = "Say {text} now"  # recorded without a template: not the same cell
     with pytest.raises(AssertionError, match="scored again"), caplog.at_level(logging.WARNING):
