@@ -21,7 +21,7 @@ from typing import Any
 from mteb_lrd.io import atomic_write_text
 
 __all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "assemble_summaries",
-           "model_path", "read_chunks", "resolve_sizes", "run_study", "task_order"]  # fmt: skip
+           "chunk_files", "model_path", "read_chunks", "resolve_sizes", "run_study", "task_order"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -568,14 +568,23 @@ def run_study(options: StudyOptions) -> StudyResult:
     return _written(setup.out, _stem(setup.path, options.rows), summary)
 
 
-def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """The chunk summaries in ``paths``: JSON files, or folders of them (``dysem-*-rows*.json``)."""
+def chunk_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The chunk summary files in ``paths``: JSON files, or folders of them (``dysem-*-rows*.json``).
+
+    Raises:
+        ValueError: none found.
+    """
     files = [
         f for p in map(Path, paths) for f in (sorted(p.glob("dysem-*-rows*.json")) if p.is_dir() else [p])
     ]
     if not files:
         raise ValueError(f"no chunk summaries in {', '.join(map(str, paths))}")
-    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    return files
+
+
+def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The chunk summaries in ``paths`` (:func:`chunk_files`), in that order."""
+    return [json.loads(f.read_text(encoding="utf-8")) for f in chunk_files(paths)]
 
 
 def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> StudyResult:
@@ -583,7 +592,12 @@ def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> S
     table and summary (``dysem-<model>.md`` / ``.json``) to ``output_dir``."""
     from mteb_lrd.dysem.chunks import assemble
 
-    summary = assemble(read_chunks(paths))
+    files = chunk_files(paths)
+    try:
+        summary = assemble([json.loads(f.read_text(encoding="utf-8")) for f in files])
+    except ValueError as error:  # its "chunk i" is the i-th file
+        named = "; ".join(f"chunk {i}: {f}" for i, f in enumerate(files))
+        raise ValueError(f"{error} ({named})") from error
     stem = f"dysem-{Path(str(summary['model'])).name}"
     _refuse_another_run(Path(output_dir) / f"{stem}.json", summary["run"])
     return _written(Path(output_dir), stem, summary)

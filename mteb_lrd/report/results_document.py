@@ -199,17 +199,26 @@ def _best_median_budgets(analysis: Mapping[str, Any]) -> tuple[int, int] | None:
     return wins, len(budgets)
 
 
-def read_dysem(folder: str | Path) -> dict[str, dict[str, Any]]:
+def read_dysem(folder: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The DySem study summaries of ``folder`` by name: ``dysem-*.json`` as ``mteb-lrd dysem`` writes
-    them, and each ``dysem-*/`` folder of chunk summaries (``--rows``) that covers every pair, joined."""
+    them, and each ``dysem-*/`` folder of chunk summaries (``--rows``) that covers every pair, joined;
+    and one line per chunk folder that is not reported (how far it is, or what is wrong).
+
+    Raises:
+        ValueError: a summary and a chunk folder of the same name (which one is the study's?).
+    """
     found = {
         path.stem: json.loads(path.read_text(encoding="utf-8"))
         for path in sorted(Path(folder).glob("dysem-*.json"))
     }
-    found.update(
-        {name: joined for name, joined in _dysem_chunk_folders(folder).items() if isinstance(joined, dict)}
-    )
-    return found
+    chunked = _dysem_chunk_folders(folder)
+    both = sorted(set(found) & set(chunked))
+    if both:
+        raise ValueError(f"{folder}: {both[0]}.json and the chunk folder {both[0]}/ are two records of one "
+                         "study; keep one")  # fmt: skip
+    found.update({name: joined for name, joined in chunked.items() if isinstance(joined, dict)})
+    pending = [f"- DySem (`{name}`): {state}." for name, state in chunked.items() if isinstance(state, str)]
+    return found, pending
 
 
 def _dysem_chunk_folders(folder: str | Path) -> dict[str, dict[str, Any] | str]:
@@ -229,12 +238,6 @@ def _dysem_chunk_folders(folder: str | Path) -> dict[str, dict[str, Any] | str]:
         except (ValueError, KeyError, OSError) as error:
             out[path.name] = f"its chunks do not join ({error}); not reported"
     return out
-
-
-def _dysem_in_progress(folder: str | Path) -> list[str]:
-    """One line per ``dysem-*/`` chunk folder that is not reported: how far it is, or what is wrong."""
-    return [f"- DySem (`{name}`): {state}." for name, state in _dysem_chunk_folders(folder).items()
-            if isinstance(state, str)]  # fmt: skip
 
 
 def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
@@ -442,7 +445,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
             sections += [f"![{Path(path).stem}]({path})" for path in drawn] + ([""] if drawn else [])
             figures.update(drawn)
         claims += found
-    dysem = read_dysem(folder)
+    dysem, dysem_pending = read_dysem(folder)
     for stem, summary in dysem.items():
         claims += _dysem_claims(stem, summary)
         sections += _dysem_section(stem, summary)
@@ -477,7 +480,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     lines += ["## Not covered by these records", "",
               *([] if dysem else
                 ["- DySem (`mteb-lrd dysem`): no complete records yet; its comparison is not reported here."]),
-              *_dysem_in_progress(folder),
+              *dysem_pending,
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               "- The paper's panel (31 models × 30 MTEB tasks) and its base-LLM MMLU panel: their weights do not "
               "install offline; our panel is the nine models that do (docs/studies.md), on the seven shared STS "

@@ -175,6 +175,11 @@ def test_the_command_joins_chunks_and_checks_its_options(studies, tmp_path, caps
     assert main(["dysem", "--assemble", str(out), "--output-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("| model |")
     assert len(list(tmp_path.glob("dysem-*.json"))) == 1
+    files = sorted(out.glob("dysem-*-rows*.json"))
+    assert (
+        main(["dysem", "--assemble", str(files[0]), str(files[2]), "--output-dir", str(tmp_path / "x")]) == 2
+    )
+    assert f"rows 4-7 are missing (chunk 0: {files[0]}; chunk 1: {files[2]})" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["dysem", "--model", "m", "--rows", "5:5"])
     assert "0 <= START < STOP" in capsys.readouterr().err
@@ -202,3 +207,6 @@ def test_the_results_document_joins_a_complete_chunk_folder_and_names_an_incompl
         "- DySem (`dysem-half`): running in chunks, so far STSBenchmark 7 of 10 test pairs, STS16 7 of 10"
         in text
     )
+    shutil.copy(files[0], tmp_path / "dysem-done.json")  # a summary beside the folder of the same name
+    with pytest.raises(ValueError, match="dysem-done.json and the chunk folder dysem-done/ are two records"):
+        render_results(tmp_path)
