@@ -268,13 +268,15 @@ def _set_up(options: StudyOptions) -> _Setup:
 
 
 def _check_rows(rows: tuple[int, int], sizes: Mapping[str, int]) -> None:
-    """Refuse a chunk's rows that are no range or hold no pair of any task (before the model loads)."""
+    """Refuse a chunk's rows that are no range (:func:`~mteb_lrd.dysem.evaluation.row_range`) or hold
+    no pair of any task (before the model loads)."""
+    from mteb_lrd.dysem.evaluation import row_range
+
     start, stop = (int(x) for x in rows)
-    if start < 0 or stop <= start:
-        raise ValueError(f"--rows must be START:STOP with 0 <= START < STOP, got {start}:{stop}")
-    if start >= max(sizes.values()):
+    if 0 <= start < stop and start >= max(sizes.values()):
         held = ", ".join(f"{name} {n}" for name, n in sizes.items())
         raise ValueError(f"--rows {start}:{stop} holds no test pair: the test sets have {held} pairs")
+    row_range(rows, max(sizes.values()))
 
 
 def _stem(path: Path, rows: tuple[int, int] | None) -> str:
