@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from mteb_lrd.dysem.evaluation import PAIRED_RESAMPLES, PAIRED_SEED
+from mteb_lrd.metrics.statistics import PAIRED_RESAMPLES, PAIRED_SEED
 
 __all__ = ["SHARED_KEYS", "assemble", "coverage"]
 

@@ -19,10 +19,9 @@ from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
 from mteb_lrd.dysem.model import DySemModel
 from mteb_lrd.dysem.tasks import DIMENSIONS_KEY, model_similarity_task
 from mteb_lrd.io import atomic_write_json, read_jsonl
+from mteb_lrd.metrics.statistics import PAIRED_RESAMPLES, PAIRED_SEED, paired_spearman_difference
 
 __all__ = [
-    "PAIRED_RESAMPLES",
-    "PAIRED_SEED",
     "STS_TASKS",
     "LabelledPairs",
     "load_pairs",
@@ -214,13 +213,6 @@ def order_languages(
     )
 
 
-PAIRED_RESAMPLES = 2000
-"""Bootstrap resamples of :func:`paired_comparisons` (a p-value's resolution is 1 / this)."""
-
-PAIRED_SEED = 0
-"""Seed of the resampling in :func:`paired_comparisons`."""
-
-
 def predictions_folder(predictions_dir: str | os.PathLike[str], label: str) -> Path:
     """Where mteb writes the per-pair predictions of the model ``label`` (a file-safe name)."""
     return Path(predictions_dir) / (re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_") or "model")
@@ -257,8 +249,6 @@ def paired_comparisons(
     Returns:
         ``{task: {other: PairedDifference.to_dict()}}`` (x 1, not x 100), for the models that ran.
     """
-    from mteb_lrd.metrics.statistics import paired_spearman_difference
-
     out: dict[str, dict[str, dict[str, float | int]]] = {}
     for task_label, (task_cls, gold) in tasks.items():
         task = task_cls()

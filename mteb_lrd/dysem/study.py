@@ -512,12 +512,8 @@ def run_study(options: StudyOptions) -> StudyResult:
             settings (once the model is loaded: its identity is part of the check).
         FileNotFoundError: missing STS data (before any model is loaded).
     """
-    from mteb_lrd.dysem.evaluation import (
-        PAIRED_RESAMPLES,
-        PAIRED_SEED,
-        evaluate_models,
-        paired_comparisons,
-    )
+    from mteb_lrd.dysem.evaluation import evaluate_models, paired_comparisons
+    from mteb_lrd.metrics.statistics import PAIRED_RESAMPLES, PAIRED_SEED
 
     setup = _set_up(options)
     options = setup.options

@@ -14,6 +14,8 @@ from mteb_lrd.metrics.bootstrap import check_settings
 from mteb_lrd.metrics.permutation import permutation_spearman, unit_centred_ranks
 
 __all__ = [
+    "PAIRED_RESAMPLES",
+    "PAIRED_SEED",
     "Correlation",
     "PairedDifference",
     "paired_spearman_difference",
@@ -171,14 +173,21 @@ def _row_spearman(rx: np.ndarray, ry: np.ndarray) -> np.ndarray:
         return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
 
+PAIRED_RESAMPLES = 2000
+"""Bootstrap resamples of :func:`paired_spearman_difference` (a p-value's resolution is 1 / this)."""
+
+PAIRED_SEED = 0
+"""Seed of the resampling in :func:`paired_spearman_difference`."""
+
+
 def paired_spearman_difference(
     a: object,
     b: object,
     gold: object,
     *,
-    n_resamples: int = 2000,
+    n_resamples: int = PAIRED_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = PAIRED_SEED,
     chunk: int = 200,
 ) -> PairedDifference:
     """How much better the predictions ``a`` rank ``gold`` than the predictions ``b`` do.

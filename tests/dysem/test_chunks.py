@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -210,3 +212,14 @@ def test_the_results_document_joins_a_complete_chunk_folder_and_names_an_incompl
     shutil.copy(files[0], tmp_path / "dysem-done.json")  # a summary beside the folder of the same name
     with pytest.raises(ValueError, match="dysem-done.json and the chunk folder dysem-done/ are two records"):
         render_results(tmp_path)
+
+
+def test_joining_chunks_and_reporting_them_load_no_model_library():
+    """The joiner is pure and the results document reads chunk folders: neither needs torch or mteb
+    (a report is regenerated where no model library is installed)."""
+    probe = ("import sys, mteb_lrd.dysem.chunks, mteb_lrd.report.results_document; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'mteb', 'transformers'}))")  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert out.stdout.strip() == "[]"
