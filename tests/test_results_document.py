@@ -21,6 +21,26 @@ def test_the_committed_results_document_is_what_the_records_give(monkeypatch):
     )
 
 
+def test_the_training_example_table_is_its_record():
+    """docs/training.md's table shows the committed evaluator CSV of that run, at its printed precision."""
+    import pandas as pd
+
+    record = pd.read_csv(ROOT / "docs" / "records" / "training-minilm-sick.csv").set_index("steps")
+    columns = ["frenet_d0L", "nrs_mean_jaccard", "nrs_jaccard_first_last", "gfmi_mean_auc",
+               "spearman_cosine", "spearman_cosine_h0", "spearman_cosine_h3"]  # fmt: skip
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    rows = [
+        line.strip("|").split("|")
+        for line in text.splitlines()
+        if line.startswith("| ") and line[2].isdigit()
+    ]
+    assert [int(row[0]) for row in rows] == list(record.index)
+    for row in rows:
+        for cell, column in zip(row[1:], columns, strict=True):
+            decimals = len(cell.strip().partition(".")[2])
+            assert float(cell) == round(float(record.loc[int(row[0]), column]), decimals), (row[0], column)
+
+
 def _selection(n_models: int, sign: float, noise: float = 0.0) -> list[dict]:
     rng = np.random.default_rng(0)
     records = []
