@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from mteb_lrd.dysem.chunks import assemble, coverage
 from mteb_lrd.dysem.study import read_chunks
 from mteb_lrd.io import atomic_write_text
-from mteb_lrd.metrics.permutation import holm, minimum_detectable_rho, minimum_sign_flip_units
+from mteb_lrd.metrics.permutation import below, holm, minimum_detectable_rho, minimum_sign_flip_units
 from mteb_lrd.report.plots import save_png
 from mteb_lrd.report.studies import (
     dysem_gain_figure,
@@ -82,7 +82,7 @@ def read_studies(folder: str | Path) -> dict[str, list[dict[str, Any]]]:
 def _verdict(direction_ok: bool, p_adjusted: float) -> str:
     if not math.isfinite(p_adjusted):
         return "undecided"
-    if p_adjusted < ALPHA:
+    if below(p_adjusted, ALPHA):
         return "replicated" if direction_ok else "contradicted"
     return "undecided"
 
@@ -137,8 +137,8 @@ def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[C
     if against:
         worst = min(against, key=lambda k: against[k]["difference"])
         entry = against[worst]
-        beaten = all(e["difference"] > 0 and e["p_holm"] < ALPHA for e in against.values())
-        lost = any(e["difference"] < 0 and e["p_holm"] < ALPHA for e in against.values())
+        beaten = all(e["difference"] > 0 and below(e["p_holm"], ALPHA) for e in against.values())
+        lost = any(e["difference"] < 0 and below(e["p_holm"], ALPHA) for e in against.values())
         claims.append({
             "claim": "d0L is the strongest LRD score", "paper": "d0L strongest (no value published)",
             "ours": f"smallest ρ(d0L) − ρ(rival): {entry['difference']:+.2f} ({worst})", "n": size,
@@ -148,55 +148,114 @@ def _selection_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[C
     return claims, analysis
 
 
-PRUNING_CLAIMS: tuple[tuple[str, str, float | None, str], ...] = (
-    ("gfmi", "GFMI beats Random by mean at 15 %", 0.15, "better"),
-    ("gfmi", "GFMI beats Random by mean at 20 %", 0.2, "better"),
-    ("frenet", "Frenet helps at the lightest budget (5 %)", 0.05, "better"),
+PRUNING_CLAIMS: tuple[tuple[str, str, tuple[float, ...] | None, str], ...] = (
+    ("gfmi", "GFMI beats Random by mean at {budgets}", (0.15, 0.2), "better"),
+    ("frenet", "Frenet helps at the lightest budget ({budgets})", (0.05,), "better"),
     ("nrs", "NRS does not transfer (no gain over Random, all budgets)", None, "no gain"),
 )
-"""The paper's pruning claims tested: method, wording, budget (``None``: pooled over budgets), direction."""
+"""The paper's pruning claims tested: method, wording, budgets (``None``: pooled over budgets), direction.
+Budgets of a claim that remove the same blocks are one test (one row); the others one row each."""
+PRUNING_FAMILY = sum(len(budgets or (None,)) for _, _, budgets, _ in PRUNING_CLAIMS)
+"""The most tested rows one pruning study's Holm family can have."""
 
 
-def _pruning_test(records: list[dict[str, Any]], analysis: Mapping[str, Any], method: str,
-                  budget: float | None) -> dict[str, Any] | None:  # fmt: skip
-    """The method's mean Δ minus Random's and the sign-flip p over models, at one budget or pooled."""
-    if budget is None:
-        return pooled_vs_random(records, [method]).get(method)
-    entry = analysis["table"].get(method, {}).get(f"{budget:g}")
-    random = analysis["table"].get("random", {}).get(f"{budget:g}")
-    if entry is None or random is None:
-        return None
-    return {"difference": entry["mean"] - random["mean"], "p": entry["model_p_vs_random"]}
+def _budget_groups(records: Sequence[Mapping[str, Any]], analysis: Mapping[str, Any]) -> list[list[str]]:
+    """The study's budgets (keys of ``analysis["table"]``), those at which every method made the same
+    choices in every cell (the same blocks removed: one comparison) grouped, in budget order."""
+    choices: dict[str, list[tuple[str, str, str, Any, list[int]]]] = {}
+    for record in records:
+        for c in record.get("choices", ()):
+            key = f"{float(c['budget']):g}"
+            choices.setdefault(key, []).append(
+                (*_cell(record), c["method"], c.get("seed"), sorted(c["blocks"]))
+            )
+    groups: dict[str, list[str]] = {}
+    for budget in (f"{b:g}" for b in analysis["budgets"]):
+        groups.setdefault(json.dumps(sorted(choices.get(budget, []), key=str)), []).append(budget)
+    return list(groups.values())
+
+
+def _percents(budgets: Sequence[str]) -> str:
+    """``"15 %"``, ``"15 % and 20 %"``, ``"5 %, 10 % and 15 %"``."""
+    named = [f"{float(b):.0%}".replace("%", " %") for b in budgets]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+
+
+def _percentile_phrase(analysis: Mapping[str, Any], method: str, size: str) -> str:
+    """``"; percentile 32 among the sets of 2 blocks (Random 54)"`` from the exhaustive reference."""
+    summary = {
+        (r["method"], str(r["size"])): r for r in (analysis.get("exhaustive") or {}).get("summary") or []
+    }
+    if (method, size) not in summary:
+        return ""
+    random = summary.get(("random", size))
+    against = f" (Random {random['mean_percentile']:.0f})" if random else ""
+    return f"; percentile {summary[(method, size)]['mean_percentile']:.0f} among the sets of {_blocks(size)}{against}"
+
+
+def _pruning_tests(records: list[dict[str, Any]], analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per distinct test of :data:`PRUNING_CLAIMS` the records allow: wording, method's mean
+    Δ minus Random's, the sign-flip p over models, direction, and the percentile phrase."""
+    table, sizes = analysis["table"], _budget_sizes(records)
+    tests: list[dict[str, Any]] = []
+    for method, wording, budgets, direction in PRUNING_CLAIMS:
+        if budgets is None:
+            pooled = pooled_vs_random(records, [method]).get(method)
+            if pooled is not None:
+                tests.append({"claim": wording, "difference": pooled["difference"], "p": pooled["p"],
+                              "direction": direction, "extra": " (all budgets)"})  # fmt: skip
+            continue
+        asked = {f"{b:g}" for b in budgets}
+        for group in _budget_groups(records, analysis):
+            held = [
+                b for b in group if b in asked and b in table.get(method, {}) and b in table.get("random", {})
+            ]
+            if not held:
+                continue
+            size = sizes.get(float(held[0]), "?")
+            tests.append({
+                "claim": wording.format(budgets=_percents(held)) + ("" if len(held) == 1 else f" ({_blocks(size)}: one test)"),
+                "difference": table[method][held[0]]["mean"] - table["random"][held[0]]["mean"],
+                "p": table[method][held[0]]["model_p_vs_random"], "direction": direction,
+                "extra": _percentile_phrase(analysis, method, size),
+            })  # fmt: skip
+    return tests
 
 
 def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
     analysis = analyse_pruning(records, n_resamples=2000)
-    found = [(claim, test) for claim in PRUNING_CLAIMS
-             if (test := _pruning_test(records, analysis, claim[0], claim[2])) is not None]  # fmt: skip
-    adjusted: Any = holm([test["p"] for _, test in found]) if found else []
+    found = _pruning_tests(records, analysis)
+    adjusted: Any = holm([test["p"] for test in found]) if found else []
     claims = [{
-        "claim": wording, "paper": "Fig. 2 (no value published)" if direction == "better" else "no gain (Fig. 2)",
-        "ours": f"mean Δ − Random {test['difference']:+.4f}" + ("" if budget is not None else " (all budgets)"),
+        "claim": test["claim"],
+        "paper": "Fig. 2 (no value published)" if test["direction"] == "better" else "no gain (Fig. 2)",
+        "ours": f"mean Δ − Random {test['difference']:+.4f}{test['extra']}",
         "n": _size(records), "test": "exact sign flip over models (cells averaged within a model)",
         "p": test["p"], "p_adj": float(p_adj),
-        "verdict": _verdict((test["difference"] > 0) == (direction == "better"), float(p_adj)), "study": study,
-    } for ((_, wording, budget, direction), test), p_adj in zip(found, adjusted, strict=True)]  # fmt: skip
-    best = _best_median_budgets(analysis)
+        "verdict": _verdict((test["difference"] > 0) == (test["direction"] == "better"), float(p_adj)),
+        "study": study,
+    } for test, p_adj in zip(found, adjusted, strict=True)]  # fmt: skip
+    best = _best_median_budgets(records, analysis)
     if best is not None:
         claims.append({"claim": "GFMI has the best median change at every budget", "paper": "every budget",
-                       "ours": f"at {best[0]} of {best[1]} budgets", "n": _size(records), "test": "descriptive",
+                       "ours": best, "n": _size(records), "test": "descriptive",
                        "p": float("nan"), "p_adj": float("nan"), "verdict": "descriptive", "study": study})  # fmt: skip
     return claims, analysis
 
 
-def _best_median_budgets(analysis: Mapping[str, Any]) -> tuple[int, int] | None:
-    """At how many budgets GFMI's median change is the highest of all methods (ties count)."""
+def _best_median_budgets(records: Sequence[Mapping[str, Any]], analysis: Mapping[str, Any]) -> str | None:
+    """At how many distinct budgets (those removing the same blocks counted once) GFMI's median change
+    is the highest of all methods (ties count), in words."""
     table = analysis["table"]
     if "gfmi" not in table:
         return None
-    budgets = list(table["gfmi"])
-    wins = sum(table["gfmi"][b]["median"] >= max(table[m][b]["median"] for m in table) for b in budgets)
-    return wins, len(budgets)
+    groups = _budget_groups(records, analysis)
+    wins = sum(table["gfmi"][g[0]]["median"] >= max(table[m][g[0]]["median"] for m in table) for g in groups)
+    budgets = sum(map(len, groups))
+    merged = (
+        "" if budgets == len(groups) else f" (the {budgets} asked for make {len(groups)} distinct choices)"
+    )
+    return f"at {wins} of {len(groups)} budgets{merged}"
 
 
 def read_dysem(folder: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -307,17 +366,18 @@ def _selection_section(study: str, analysis: Mapping[str, Any], records: list[di
     lines += _table(["score", "median ρ", "95% CI low", "95% CI high", "p", "p (Holm, all scores)", "models",
                      "tasks"], rows)  # fmt: skip
     embedders = [r for r in records if r["model"].get("kind") == "sentence-transformer"]
-    if len({r["model"]["name"] for r in embedders}) >= 4:
+    within_table = len({r["model"]["name"] for r in embedders}) >= 4
+    if within_table:
         scores, main, _ = score_tables(embedders, records_reproduce(embedders))
         within = _claim_tests(model_level_tests(scores, main))
         lines += ["", "Within the trained embedders only (no raw language model in the ranking):", ""]
         lines += _table(["score", "median ρ", "p", "p (Holm, these three)", "models", "tasks"],
                         [[n, t["median_rho"], t["p"], t["p_adj"], t["n_models"], t["n_tasks"]]
                          for n, t in within.items()])  # fmt: skip
-    return [*lines, "", *_tied_embedding_output(complete)]
+    return [*lines, "", *_tied_embedding_output(complete, within_table)]
 
 
-def _tied_embedding_output(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def _tied_embedding_output(records: Sequence[Mapping[str, Any]], within_table: bool) -> list[str]:
     """Why the decoders' d0L is not theirs: a template makes their last token, hence ``h_0``, one for all texts."""
     tied = sorted({r["model"]["name"] for r in records if r["model"].get("kind") == "decoder"
                    and r["model"].get("template")})  # fmt: skip
@@ -337,7 +397,8 @@ def _tied_embedding_output(records: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{first_last(lambda m: m in tied)} against {first_last(lambda m: m not in tied)} for the other "
             "models. The rows above score them as the paper's definitions do, so the mixed panel's correlations of "
             "these scores, and the comparison of d0L with its rivals, rest partly on those ties; within the trained "
-            "embedders (their table, when 4 of them have every task) d0L is defined for every model.", ""]  # fmt: skip
+            f"embedders ({'the table above' if within_table else 'their own table, once 4 of them have every task'}) "
+            "d0L is defined for every model.", ""]  # fmt: skip
 
 
 def _budget_sizes(records: list[dict[str, Any]]) -> dict[float, str]:
@@ -369,15 +430,16 @@ def _candidates_phrase(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]],
                      candidates: str) -> list[str]:  # fmt: skip
-    table, budgets = analysis["table"], [f"{b:g}" for b in analysis["budgets"]]
+    table = analysis["table"]
     lines = [f"## Layer pruning (`{study}`)", "", f"{_size(records)}. Mean score change per budget, the share of "
-             f"the candidate blocks{candidates} removed, rounded up (p: sign flip "
-             "over models against Random at that budget):", ""]  # fmt: skip
-    rows = [[m, *[f"{table[m][b]['mean']:+.4f} (p {_fmt_p(table[m][b]['model_p_vs_random'])})" for b in budgets]]
+             f"the candidate blocks{candidates} removed, rounded up; budgets that remove the same blocks share a "
+             "column (p: sign flip over models against Random at that budget):", ""]  # fmt: skip
+    groups = _budget_groups(records, analysis)
+    rows = [[m, *[f"{table[m][g[0]]['mean']:+.4f} (p {_fmt_p(table[m][g[0]]['model_p_vs_random'])})" for g in groups]]
             for m in analysis["methods"]]  # fmt: skip
     sizes = _budget_sizes(records)
     lines += _table(
-        ["method", *[f"{float(b):.0%} ({_blocks(sizes.get(float(b), '?'))})" for b in budgets]], rows
+        ["method", *[f"{_percents(g)} ({_blocks(sizes.get(float(g[0]), '?'))})" for g in groups]], rows
     )
     summary = (analysis.get("exhaustive") or {}).get("summary") or []
     if summary:
@@ -393,17 +455,22 @@ def render_results(folder: str | Path) -> str:
     return build_results(folder)[0]
 
 
+def _bound(rho: float) -> str:
+    """A smallest decisive |ρ|, or ``"none"`` where even |ρ| = 1 does not reach the level."""
+    return "none" if math.isnan(rho) else f"{rho:.2f}"
+
+
 def _decidable(panels: Sequence[int]) -> list[str]:
     """What panels of these sizes (the selection studies' complete models; 9 and 5 beside them) can
     decide, from the exact tests' smallest p-values, before and after Holm."""
     sizes = sorted({*panels, 9, 5}, reverse=True)
-    single = ", ".join(f"{minimum_detectable_rho(n, ALPHA):.2f} with {n} models" for n in sizes)
-    holm3 = ", ".join(f"{minimum_detectable_rho(n, ALPHA / 3):.2f}" for n in sizes)
-    family = len(PRUNING_CLAIMS)  # at most this many tested rows in one pruning study's Holm family
+    single = ", ".join(f"{_bound(minimum_detectable_rho(n, ALPHA))} with {n} models" for n in sizes)
+    holm3 = ", ".join(f"{_bound(minimum_detectable_rho(n, ALPHA / 3))} with {n}" for n in sizes)
+    family = PRUNING_FAMILY
     return [
         f"**What a panel can decide**: one task's exact permutation test reaches p < {ALPHA} only for |ρ| of at "
         f"least {single}; Holm over the three claim scores asks the best of them for p < {ALPHA}/3, i.e. |ρ| of "
-        f"at least {holm3}. The claims are tested on the median ρ over tasks by a joint permutation, which can "
+        f"at least {holm3}{' (none: not even |ρ| = 1 reaches it)' if 'none' in holm3 else ''}. The claims are tested on the median ρ over tasks by a joint permutation, which can "
         "go somewhat below these bounds when the tasks agree; still, on panels this small a claim whose "
         "correlation is moderate stays undecided whatever the data. The exact sign flip over models behind "
         f"the pruning rows (its smallest p over m models is 2 / 2^m) reaches p < {ALPHA} from "
@@ -458,12 +525,13 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
         "# What the records say about the papers' claims", "",
         f"Generated by `mteb-lrd report --records {Path(folder).as_posix()} --out docs/` from the tidy study records in "
         "that folder (one CSV per study; `tests/test_results_document.py` fails when this file differs from what "
-        "they give). Nothing here is typed by hand.", "",
+        "they give). Every figure of ours is computed from the records; the papers' claims and figures are quoted.", "",
         f"**Verdict rule** (significance level α = {ALPHA}, used throughout): *replicated* when our estimate has "
         "the paper's direction and its Holm-adjusted p is below α; *contradicted* when it has the opposite "
         "direction and its adjusted p is below α; *undecided* otherwise. Holm runs over the rows of one family "
         "(one selection study's three claim scores; the rivals of d0L; one pruning study's claims; one DySem run's "
-        "comparisons). n is models × tasks × each task's distinct texts (its MTEB score uses every pair of "
+        "comparisons); a selection section's table of every score it documents adjusts over those scores, and the "
+        "authors' definitions are a family of their own (the verdicts in the first table rest on ours). n is models × tasks × each task's distinct texts (its MTEB score uses every pair of "
         "them), with the caps the LRD scores sampled them to (Frenet / NRS / GFMI). A claim that something does *not* help is replicated when it is significantly worse, contradicted when significantly better; rows marked *descriptive* have no test. Tests across models take the "
         "model as the unit (cells of one model are never counted as independent); a DySem run compares "
         "methods within one model, over its test pairs.", "",
@@ -484,7 +552,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",
               "- The paper's panel (31 models × 30 MTEB tasks) and its base-LLM MMLU panel: their weights do not "
               "install offline; our panel is the nine models that do (docs/studies.md), on the seven shared STS "
-              "sets (their STS12 lacks the MSRvid part: 2,358 of MTEB's 3,108 pairs).",
+              "sets (our STS12 lacks the MSRvid part: 2,358 of MTEB's 3,108 pairs).",
               ""]  # fmt: skip
     lines += ["## Where we differ from the papers' code", "",
               "Our defaults differ from the released code where it is wrong or worse (the list, with each "
@@ -568,7 +636,8 @@ def _mode_comparison(
                "authors')" for score in CLAIM_SCORES if score in ours_v and score in theirs_v
                and ours_v[score]["verdict"] != theirs_v[score]["verdict"]]  # fmt: skip
     lines = [f"`{study}` (the authors' definitions) beside `{ours_name}` (ours), on the "
-             f"{_size(both[1])} both hold: median ρ over tasks, exact joint-permutation p (raw / Holm over "
+             f"{_size(both[1])} both hold ({', '.join(sorted(_models(both[1])))}; ours is re-tested on these "
+             "alone, so its values can differ from the first table's): median ρ over tasks, exact joint-permutation p (raw / Holm over "
              "the three scores) and the verdict by the rule above. The three "
              f"claim scores are equal under both in {_equal_cells(*both)} of {len(both[1])} cells (the switch "
              "changes a decoder's last-token rule and pooling, drops a model's LRD prompt and redefines the "

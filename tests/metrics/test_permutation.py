@@ -70,6 +70,14 @@ def test_holm_by_hand():
     assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]
 
 
+def test_a_p_equal_to_alpha_up_to_rounding_is_not_below_it():
+    from mteb_lrd.metrics.permutation import below
+
+    assert not below(holm([2 / 120, 0.5, 0.9])[0], 0.05)  # 5 models, |rho| = 1, best of three
+    assert not below(np.nextafter(0.05, 0), 0.05)  # one rounding step under alpha is alpha
+    assert not below(2 / 120, 0.05 / 3) and below(0.0499, 0.05) and not below(0.0501, 0.05)
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -187,6 +195,8 @@ def test_minimum_detectable_rho_by_hand():
 
     # n = 5: |rho| = 1 has p = 2/120; the next value, 0.9, has p = 10/120 > 0.05
     assert minimum_detectable_rho(5) == 1.0
+    # Holm's 0.05 / 3 for the best of three scores: 2/120 equals it, so 5 models never decide
+    assert np.isnan(minimum_detectable_rho(5, 0.05 / 3))
     assert minimum_detectable_rho(6) == pytest.approx(31 / 35)  # 0.886: the threshold known at six models
     m9 = minimum_detectable_rho(9)
     assert m9 == pytest.approx(0.7)
@@ -207,14 +217,15 @@ def test_minimum_sign_flip_units_is_where_sign_flip_first_decides(alpha):
     from mteb_lrd.metrics.permutation import minimum_sign_flip_units, sign_flip
 
     m = minimum_sign_flip_units(alpha)
-    assert sign_flip(np.ones(m)).p <= alpha  # all models one way: the smallest p there is
+    assert sign_flip(np.ones(m)).p < alpha  # all models one way: the smallest p there is
     if m > 1:
-        assert sign_flip(np.ones(m - 1)).p > alpha
+        assert sign_flip(np.ones(m - 1)).p >= alpha
 
 
 def test_minimum_sign_flip_units_by_hand():
     from mteb_lrd.metrics.permutation import minimum_sign_flip_units
 
     assert minimum_sign_flip_units(0.05) == 6  # 2/32 = 0.0625 at five models, 2/64 at six
+    assert minimum_sign_flip_units(0.25) == 4  # 2/8 at three models equals 0.25: not below it
     with pytest.raises(ValueError, match="alpha must be"):
         minimum_sign_flip_units(0.0)
