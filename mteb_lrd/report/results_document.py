@@ -371,8 +371,9 @@ def _selection_section(study: str, analysis: Mapping[str, Any], records: list[di
         scores, main, _ = score_tables(embedders, records_reproduce(embedders))
         within = _claim_tests(model_level_tests(scores, main))
         lines += ["", "Within the trained embedders only (no raw language model in the ranking):", ""]
-        lines += _table(["score", "median ρ", "p", "p (Holm, these three)", "models", "tasks"],
-                        [[n, t["median_rho"], t["p"], t["p_adj"], t["n_models"], t["n_tasks"]]
+        lines += _table(["score", "median ρ", "95% CI low", "95% CI high", "p", "p (Holm, these three)", "models",
+                         "tasks"],
+                        [[n, t["median_rho"], t["ci_low"], t["ci_high"], t["p"], t["p_adj"], t["n_models"], t["n_tasks"]]
                          for n, t in within.items()])  # fmt: skip
     return [*lines, "", *_tied_embedding_output(complete, within_table)]
 
