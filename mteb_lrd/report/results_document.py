@@ -88,7 +88,7 @@ def _verdict(direction_ok: bool, p_adjusted: float) -> str:
 
 
 def _size(records: Sequence[Mapping[str, Any]]) -> str:
-    """``models × tasks × texts``: each task's distinct texts (its MTEB score uses every pair of them),
+    """``models × tasks × texts``: each task's distinct test texts (its MTEB score is over all its test pairs),
     and the caps the LRD scores sampled them to (Frenet / NRS / GFMI) when the records share them."""
     tasks = {r["task"] for r in records}
     texts = sorted({int(r.get("n_texts") or 0) for r in records})
@@ -532,8 +532,8 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
         "direction and its adjusted p is below α; *undecided* otherwise. Holm runs over the rows of one family "
         "(one selection study's three claim scores; the rivals of d0L; one pruning study's claims; one DySem run's "
         "comparisons); a selection section's table of every score it documents adjusts over those scores, and the "
-        "authors' definitions are a family of their own (the verdicts in the first table rest on ours). n is models × tasks × each task's distinct texts (its MTEB score uses every pair of "
-        "them), with the caps the LRD scores sampled them to (Frenet / NRS / GFMI). A claim that something does *not* help is replicated when it is significantly worse, contradicted when significantly better; rows marked *descriptive* have no test. Tests across models take the "
+        "authors' definitions are a family of their own (the verdicts in the first table rest on ours). n is models × tasks × each task's distinct test texts (the LRD scores are computed on "
+        "texts; the task's MTEB score is over all of its test pairs), with the caps the LRD scores sampled them to (Frenet / NRS / GFMI). A claim that something does *not* help is replicated when it is significantly worse, contradicted when significantly better; rows marked *descriptive* have no test. Tests across models take the "
         "model as the unit (cells of one model are never counted as independent); a DySem run compares "
         "methods within one model, over its test pairs.", "",
         *_decidable(sorted({len(_models(_complete(r)[0])) for r in selection.values()} - {0})), "",
