@@ -195,7 +195,7 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
     eol = rows["DySem beats PromptEOL (qwen2.5-coder-1.5b, STSBenchmark)"]
     assert f"0.004 / {adjusted[0]:.3f}" in eol and "**replicated**" in eol and "1 model × 1,379 pairs" in eol
     assert "**contradicted**" in rows["DySem beats mean pooling (qwen2.5-coder-1.5b, STSBenchmark)"]
-    assert "## DySem (`dysem-qwen`)" in text and "no committed records yet" not in text
+    assert "## DySem (`dysem-qwen`)" in text and "no complete records yet" not in text
     assert (
         "Model qwen2.5-coder-1.5b (float32); STSBenchmark: 1,379 test pairs; language order en, de, fr."
         in text

@@ -181,22 +181,25 @@ def _percents(budgets: Sequence[str]) -> str:
     return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
-def _percentile_phrase(analysis: Mapping[str, Any], method: str, size: str) -> str:
-    """``"; percentile 32 among the sets of 2 blocks (Random 54)"`` from the exhaustive reference."""
-    summary = {
-        (r["method"], str(r["size"])): r for r in (analysis.get("exhaustive") or {}).get("summary") or []
-    }
-    if (method, size) not in summary:
+def _percentiles(analysis: Mapping[str, Any]) -> dict[tuple[str, str], float]:
+    """Each (method, set size)'s mean percentile in the exhaustive reference (empty without one)."""
+    summary = (analysis.get("exhaustive") or {}).get("summary") or []
+    return {(r["method"], str(r["size"])): r["mean_percentile"] for r in summary}
+
+
+def _percentile_phrase(percentiles: Mapping[tuple[str, str], float], method: str, size: str) -> str:
+    """``"; percentile 32 among the sets of 2 blocks (Random 54)"`` from :func:`_percentiles`."""
+    if (method, size) not in percentiles:
         return ""
-    random = summary.get(("random", size))
-    against = f" (Random {random['mean_percentile']:.0f})" if random else ""
-    return f"; percentile {summary[(method, size)]['mean_percentile']:.0f} among the sets of {_blocks(size)}{against}"
+    random = percentiles.get(("random", size))
+    against = f" (Random {random:.0f})" if random is not None else ""
+    return f"; percentile {percentiles[(method, size)]:.0f} among the sets of {_blocks(size)}{against}"
 
 
 def _pruning_tests(records: list[dict[str, Any]], analysis: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One entry per distinct test of :data:`PRUNING_CLAIMS` the records allow: wording, method's mean
     Δ minus Random's, the sign-flip p over models, direction, and the percentile phrase."""
-    table, sizes = analysis["table"], _budget_sizes(records)
+    table, sizes, percentiles = analysis["table"], _budget_sizes(records), _percentiles(analysis)
     tests: list[dict[str, Any]] = []
     for method, wording, budgets, direction in PRUNING_CLAIMS:
         if budgets is None:
@@ -206,7 +209,7 @@ def _pruning_tests(records: list[dict[str, Any]], analysis: Mapping[str, Any]) -
                               "direction": direction, "extra": " (all budgets)"})  # fmt: skip
             continue
         asked = {f"{b:g}" for b in budgets}
-        for group in _budget_groups(records, analysis):
+        for group in analysis["budget_groups"]:
             held = [
                 b for b in group if b in asked and b in table.get(method, {}) and b in table.get("random", {})
             ]
@@ -217,13 +220,14 @@ def _pruning_tests(records: list[dict[str, Any]], analysis: Mapping[str, Any]) -
                 "claim": wording.format(budgets=_percents(held)) + ("" if len(held) == 1 else f" ({_blocks(size)}: one test)"),
                 "difference": table[method][held[0]]["mean"] - table["random"][held[0]]["mean"],
                 "p": table[method][held[0]]["model_p_vs_random"], "direction": direction,
-                "extra": _percentile_phrase(analysis, method, size),
+                "extra": _percentile_phrase(percentiles, method, size),
             })  # fmt: skip
     return tests
 
 
 def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Claim], dict[str, Any]]:
     analysis = analyse_pruning(records, n_resamples=2000)
+    analysis["budget_groups"] = _budget_groups(records, analysis)
     found = _pruning_tests(records, analysis)
     adjusted: Any = holm([test["p"] for test in found]) if found else []
     claims = [{
@@ -235,7 +239,7 @@ def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Cla
         "verdict": _verdict((test["difference"] > 0) == (test["direction"] == "better"), float(p_adj)),
         "study": study,
     } for test, p_adj in zip(found, adjusted, strict=True)]  # fmt: skip
-    best = _best_median_budgets(records, analysis)
+    best = _best_median_budgets(analysis)
     if best is not None:
         claims.append({"claim": "GFMI has the best median change at every budget", "paper": "every budget",
                        "ours": best, "n": _size(records), "test": "descriptive",
@@ -243,13 +247,13 @@ def _pruning_claims(study: str, records: list[dict[str, Any]]) -> tuple[list[Cla
     return claims, analysis
 
 
-def _best_median_budgets(records: Sequence[Mapping[str, Any]], analysis: Mapping[str, Any]) -> str | None:
+def _best_median_budgets(analysis: Mapping[str, Any]) -> str | None:
     """At how many distinct budgets (those removing the same blocks counted once) GFMI's median change
     is the highest of all methods (ties count), in words."""
     table = analysis["table"]
     if "gfmi" not in table:
         return None
-    groups = _budget_groups(records, analysis)
+    groups = analysis["budget_groups"]
     wins = sum(table["gfmi"][g[0]]["median"] >= max(table[m][g[0]]["median"] for m in table) for g in groups)
     budgets = sum(map(len, groups))
     merged = (
@@ -435,7 +439,7 @@ def _pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict
     lines = [f"## Layer pruning (`{study}`)", "", f"{_size(records)}. Mean score change per budget, the share of "
              f"the candidate blocks{candidates} removed, rounded up; budgets that remove the same blocks share a "
              "column (p: sign flip over models against Random at that budget):", ""]  # fmt: skip
-    groups = _budget_groups(records, analysis)
+    groups = analysis["budget_groups"]
     rows = [[m, *[f"{table[m][g[0]]['mean']:+.4f} (p {_fmt_p(table[m][g[0]]['model_p_vs_random'])})" for g in groups]]
             for m in analysis["methods"]]  # fmt: skip
     sizes = _budget_sizes(records)
@@ -547,7 +551,7 @@ def build_results(folder: str | Path) -> tuple[str, dict[str, Figure]]:
     )
     lines += ["", *sections]
     lines += ["## Not covered by these records", "",
-              *([] if dysem else
+              *([] if dysem or dysem_pending else
                 ["- DySem (`mteb-lrd dysem`): no complete records yet; its comparison is not reported here."]),
               *dysem_pending,
               "- Layer dynamics during training: one worked example with its record, in [training.md](training.md).",

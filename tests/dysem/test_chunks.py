@@ -196,10 +196,15 @@ def test_the_results_document_joins_a_complete_chunk_folder_and_names_an_incompl
 
     _, _, _, out = studies
     files = sorted(out.glob("dysem-*-rows*.json"))
+    (tmp_path / "no-records").mkdir()
     for name, picked in (("dysem-done", files), ("dysem-half", files[:2])):
         (tmp_path / name).mkdir()
         for path in picked:
             shutil.copy(path, tmp_path / name)
+    assert "DySem (`mteb-lrd dysem`): no complete records yet" in render_results(tmp_path / "no-records")
+    shutil.copytree(tmp_path / "dysem-half", tmp_path / "only-half" / "dysem-half")
+    half_only = render_results(tmp_path / "only-half")  # one line says how far it is, not two
+    assert "`dysem-half`): running in chunks" in half_only and "no complete records yet" not in half_only
     (tmp_path / "dysem-empty").mkdir()
     text = render_results(tmp_path)
     assert "- DySem (`dysem-empty`): its chunks do not join (no chunk summaries in" in text
