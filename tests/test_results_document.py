@@ -180,7 +180,7 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
         "PromptEOL": {"delta": 0.03, "ci_low": 0.01, "ci_high": 0.05, "p": 0.004, "n": 1379, "n_resamples": 2000},
         "mean pooling": {"delta": -0.02, "ci_low": -0.04, "ci_high": -0.001, "p": 0.03, "n": 1379, "n_resamples": 2000},
     }}  # fmt: skip
-    summary = {"model": "/x/qwen2.5-coder-1.5b", "dtype": "float32", "dev_pairs": 200, "dev_labels_used": True, "tasks": {"STSBenchmark": {"pairs": 1379, "translations": True}},
+    summary = {"model": "/x/qwen2.5-coder-1.5b", "dtype": "float32", "dev_pairs": 200, "dev_labels_used": True, "dev": {"select_on_dev": True}, "tasks": {"STSBenchmark": {"pairs": 1379, "translations": True}},
                "language_order": ["en", "de", "fr"], "table": {label: {"STSBenchmark": {"spearman": 81.0}},
                                                                "PromptEOL": {"STSBenchmark": {"spearman": 78.0}}},
                "paired": {"reference": label, "n_resamples": 2000, "seed": 0, "tasks": comparisons}}  # fmt: skip
@@ -205,6 +205,9 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
     from mteb_lrd.report.results_document import write_results
 
     written = write_results(tmp_path, tmp_path / "docs").read_text()
+    labels_order_only = {**summary, "dev": {"select_on_dev": False, "language_order": "labels"}}
+    (tmp_path / "dysem-qwen.json").write_text(json.dumps(labels_order_only))  # dev labels used, k and L given
+    assert "Model qwen2.5-coder-1.5b (float32); STSBenchmark" in render_results(tmp_path)
     assert "![DySem against its baselines](figures/results-dysem-qwen.png)" in written
     assert (tmp_path / "docs" / "figures" / "results-dysem-qwen.png").stat().st_size > 5000
 

@@ -303,15 +303,10 @@ def _dysem_chunk_folders(folder: str | Path) -> dict[str, dict[str, Any] | str]:
     return out
 
 
-#: The paper's gains of DySem (EP) over a baseline, as Δρ: its 7-task means on Llama-2-7B, Llama-3.1-8B,
-#: Qwen2.5-7B and Qwen3-8B-Base (the dense attention sum is its AlignedWVA).
+#: The paper's gains of DySem (EP) over a baseline (by its method label in a summary), as Δρ: its 7-task
+#: means on Llama-2-7B, Llama-3.1-8B, Qwen2.5-7B and Qwen3-8B-Base (the dense attention sum is its AlignedWVA).
 _DYSEM_PAPER = {"PromptEOL": "Δρ +0.044 to +0.107 (7-task means, four 7–8B LLMs)",
-                "attention sum": "Δρ +0.007 to +0.049 over AlignedWVA (7-task means, four 7–8B LLMs)"}  # fmt: skip
-
-
-def _dysem_paper(baseline: str) -> str:
-    """The paper's figure for DySem against ``baseline`` (a method label of the summary)."""
-    return next((v for k, v in _DYSEM_PAPER.items() if baseline.startswith(k)), "ahead (no value published)")
+                "attention sum (dense)": "Δρ +0.007 to +0.049 over AlignedWVA (7-task means, four 7–8B LLMs)"}  # fmt: skip
 
 
 def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
@@ -321,7 +316,7 @@ def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
     adjusted: Any = holm([e["p"] for _, _, e in found]) if found else []
     model = Path(str(summary["model"])).name
     return [{
-        "claim": f"DySem beats {other} ({model}, {task})", "paper": _dysem_paper(other),
+        "claim": f"DySem beats {other} ({model}, {task})", "paper": _DYSEM_PAPER.get(other, "ahead (no value published)"),
         "ours": f"Δρ {e['delta']:+.4f} [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]",
         "n": f"1 model × {e['n']:,} pairs", "test": f"paired bootstrap over pairs ({e['n_resamples']:,})",
         "p": e["p"], "p_adj": float(p_adj), "verdict": _verdict(e["delta"] > 0, float(p_adj)), "study": stem,
@@ -329,13 +324,10 @@ def _dysem_claims(stem: str, summary: Mapping[str, Any]) -> list[Claim]:
 
 
 def _dev_phrase(summary: Mapping[str, Any]) -> str:
-    """Where DySem's k, L and value vector came from, when the STS Benchmark dev split chose them."""
-    pairs = summary.get("dev_pairs")
-    return (
-        f", k, L and value chosen on {pairs:,} STS Benchmark dev pairs"
-        if summary.get("dev_labels_used")
-        else ""
-    )
+    """Where DySem's k, L and value vector came from, when the STS Benchmark dev split chose them
+    (``--select-on-dev``; a label-based language order alone also uses dev labels, but chooses none of them)."""
+    chosen = summary.get("dev", {}).get("select_on_dev")
+    return f", k, L and value chosen on {summary['dev_pairs']:,} STS Benchmark dev pairs" if chosen else ""
 
 
 def _dysem_section(stem: str, summary: Mapping[str, Any]) -> list[str]:
