@@ -30,8 +30,10 @@ evaluate_abstention``                  skipped while the layers are scored unles
 ``AbsTaskSTS._calculate_scores``       sees the similarity series and gold scores of an STS subset:
                                        recorded while the layers are scored, for the per-layer
                                        bootstrap interval. Missing: no interval, nothing breaks.
-``SentenceTransformer._input_length``  the length sort of ``encode``, so our batches — and so the
-                                       embeddings — are ``encode``'s to the bit.
+``SentenceTransformer._input_length``  the length sort of ``encode`` and, for models whose inputs
+``SentenceTransformer.                 are flattened (no padding), its interleaving of long and
+_can_flatten_inputs`` / ``_interleave_ short texts: our batches — and so the embeddings — are
+sorted_indices``                       ``encode``'s to the bit. Missing: no interleaving.
 ``SentenceTransformer._model_card_text`` the loaded README, which ``save`` would copy unchanged: a
                                        pruned model drops it so its own card is generated (as
                                        sentence-transformers' model merging does).
@@ -52,6 +54,8 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "CACHE_CHECK",
     "MAIN_SCORE_METHOD",
@@ -67,6 +71,7 @@ __all__ = [
     "check",
     "dataloader_factory_sites",
     "drop_loaded_model_card",
+    "encode_order",
     "input_length",
     "install_output_capturing_hooks",
     "model_registry",
@@ -202,6 +207,20 @@ def abstention_owner() -> Any | None:
 def input_length(model: Any) -> Callable[[str], int] | None:
     """``SentenceTransformer._input_length`` (the length ``encode`` sorts by), ``None`` when absent."""
     return getattr(model, "_input_length", None)
+
+
+def encode_order(model: Any, texts: list[str]) -> np.ndarray:
+    """The order in which ``SentenceTransformer.encode`` batches ``texts``: its length sort (numpy's
+    default ``argsort`` of the negated lengths, as ``encode`` calls it) and, where the model flattens
+    its inputs (no padding), its interleaving of long and short texts. A model without the private
+    length function is sorted by character count."""
+    length = input_length(model) or len
+    order = np.argsort([-length(text) for text in texts])
+    can_flatten = getattr(model, "_can_flatten_inputs", None)
+    interleave = getattr(model, "_interleave_sorted_indices", None)
+    if callable(can_flatten) and callable(interleave) and can_flatten():
+        order = interleave(order)
+    return np.asarray(order)
 
 
 def drop_loaded_model_card(model: Any) -> None:

@@ -267,3 +267,13 @@ def test_a_loaded_model_stays_on_its_device(tiny_model_dir, texts, monkeypatch):
     np.testing.assert_allclose(
         states[-1], _reference_layer(model, load_tiny_tokenizer(path), texts, -1, True, 8), atol=1e-5
     )
+
+
+@pytest.mark.parametrize("flattens", [False, True])
+def test_batches_are_those_of_encode(tiny_st, texts, monkeypatch, flattens):
+    """The extraction batches texts exactly as ``encode`` does (its length sort and, for a model
+    whose inputs are flattened, its long/short interleaving), so the embeddings are equal to the bit."""
+    monkeypatch.setattr(tiny_st, "_can_flatten_inputs", lambda: flattens)
+    varied = [" ".join([t] * (1 + i % 4)) for i, t in enumerate(texts)]  # lengths that pad differently
+    result = extract_layer_states(tiny_st, varied, batch_size=4, show_progress_bar=False)
+    assert np.array_equal(result.embeddings, tiny_st.encode(varied, batch_size=4))

@@ -316,8 +316,9 @@ class LayerExtractor:
         # (given) order.
         if self.last_token == "reference":
             return np.arange(len(texts))
-        length = _compat.input_length(self.loaded.model) if self.is_sentence_transformer else None
-        return np.argsort([-(length(t) if length else len(t)) for t in texts])
+        if self.is_sentence_transformer:
+            return _compat.encode_order(self.loaded.model, texts)
+        return np.argsort([-len(t) for t in texts])
 
     def _cache_key(self, sorted_texts: list[str], prompt: str | None, kept: str | None = None) -> str:
         templated = {"template": self.template} if self.template is not None else {}

@@ -27,7 +27,6 @@ from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
-from mteb_lrd.extraction.layer_states import distinct_texts
 from mteb_lrd.extraction.options import ExtractionOptions, scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
@@ -179,14 +178,11 @@ class LayerDynamicsModel(AbsEncoder):
         if not supported:
             self.warn_unsupported(name, task_type)
         keys = [(prompt or "", text) for text in texts]
-        codes, first = distinct_texts(texts)  # a repeated text is encoded once
         try:
             evaluated = hf_split in (task_metadata.eval_splits or [hf_split])  # not a training split
-            distinct = self._encode_and_keep(
-                [texts[i] for i in first], [keys[i] for i in first], prompt, supported, task_type,
-                prompt_type, evaluated,
-            )  # fmt: skip
-            embeddings = distinct[codes]
+            embeddings = self._encode_and_keep(
+                texts, keys, prompt, supported, task_type, prompt_type, evaluated
+            )
         except BaseException:
             self.clear()  # frees a spilled file now, not at the next task
             raise
@@ -281,9 +277,11 @@ class LayerDynamicsModel(AbsEncoder):
                 self.sample.store.add([(prompt, texts[i]) for i in positions], shard["states"])
 
     def _shard_size(self, batch_size: int) -> int:
-        """Texts per extraction shard: the option, else <= 1024 texts and ~64 MB, whole batches."""
+        """Texts per extraction shard, whole batches: the option rounded up to them, else <= 1024
+        texts and ~64 MB. A shard that cut a batch would change which texts share a forward pass,
+        hence the padded lengths and the last bits of the embeddings a plain run returns."""
         if self.options.shard_size is not None:
-            return self.options.shard_size
+            return -(-self.options.shard_size // batch_size) * batch_size
         per_text = (self.extractor.num_layers + 1) * self.extractor.hidden_size * 4
         texts = min(1024, max(1, _SHARD_BYTES // per_text))
         return max(1, texts // batch_size) * batch_size
