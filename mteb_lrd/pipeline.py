@@ -42,15 +42,19 @@ def lrd_summary(result: LRDResult, reproduce: str = "ours") -> dict[str, float]:
 
     Args:
         result: an LRD result.
-        reproduce: ``"ours"`` (:meth:`LRDResult.summary`) or ``"authors"`` (the Frenet summaries
-            the released code defines differently, :func:`~mteb_lrd.metrics.summaries.authors_frenet_summary`;
-            NRS and GFMI summaries are the same in both).
+        reproduce: ``"ours"`` (:meth:`LRDResult.summary`: scores that read an uninformative state
+            are NaN, summaries start at the first informative state) or ``"authors"`` (every value
+            as computed, :meth:`LRDResult.unmasked`, and the Frenet summaries the released code
+            defines differently, :func:`~mteb_lrd.metrics.summaries.authors_frenet_summary`; NRS and
+            GFMI summaries are the same in both).
 
     Raises:
         ValueError: for an unknown mode.
     """
     if reproduce not in REPRODUCE_MODES:
         raise ValueError(f"reproduce must be one of {REPRODUCE_MODES}; got {reproduce!r}")
+    if reproduce == "authors":
+        result = result.unmasked()
     out = result.summary()
     if reproduce == "authors":
         f = result.frenet
@@ -75,7 +79,7 @@ class LayerDynamics:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable: the LRD profiles and summaries plus caps, seed, N and extraction settings."""
-        out = self.result.to_dict()
+        out = (self.result if self.reproduce == "ours" else self.result.unmasked()).to_dict()
         if self.reproduce != "ours":
             out["summary"] = to_jsonable(self.summary())
             frenet = {k[len("frenet_") :]: v for k, v in self.summary().items() if k.startswith("frenet_")}
@@ -138,7 +142,9 @@ def _tied_state_warnings(read_layer: Callable[[int], np.ndarray], num_states: in
         f"{states} of {n} texts: a CLS- or last-token-pooled model's embedding output is the embedding of "
         "that one token (under a text template, the same for every text), so the principal subspace and "
         "the neighbours of such a state are not determined by the texts; d0L, the speeds, curvatures and "
-        "NRS retentions next to it, jaccard_first_last and its GFMI measure tie-breaking, not the model"
+        "NRS retentions next to it, jaccard_first_last and its GFMI measure tie-breaking, not the model "
+        "(a state that is one vector, of rank below r, or with fewer than k + 1 distinct vectors gives "
+        "no number: those scores are undefined, with the reason, and summaries start after it)"
     ]
 
 

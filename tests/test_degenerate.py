@@ -80,3 +80,42 @@ def test_a_cls_pooled_encoder_is_warned_that_its_embedding_output_is_one_vector(
     mean = LayerExtractor(path, pooling="mean", show_progress_bar=False).extract(texts).states
     assert degenerate_input_warnings(np.asarray(cls))[0].startswith(f"h_0 (1 distinct) of {len(texts)} texts")
     assert degenerate_input_warnings(np.asarray(mean)) == []
+
+
+def test_a_templated_decoder_run_writes_its_h0_scores_as_null_with_the_reason(tiny_model_dir, texts):
+    """Through mteb and the wrapper: a decoder pooled at the last token of a template has one h_0
+    vector for every text; every score that reads h_0 is null in the result, with the reason, and
+    the summaries equal those measured from h_1 on (d0L: h_1 → h_L)."""
+    import mteb
+
+    from mteb_lrd import lrd, with_layer_dynamics
+    from mteb_lrd.extraction.extractor import LayerExtractor
+    from tests.mteb_helpers import sts_task
+    from tests.tiny_models import load_tiny_tokenizer
+
+    path = tiny_model_dir("llama")
+    tok = load_tiny_tokenizer(path)
+    options = {
+        "per_layer": False,
+        "frenet_cap": None,
+        "nrs_cap": None,
+        "gfmi_cap": None,
+        "nrs_k": 3,
+        "gfmi_k": 3,
+    }
+    wrapped = with_layer_dynamics(str(path), tokenizer=tok, template="prompteol", **options)
+    with pytest.warns(UserWarning, match="h_0 \\(1 distinct\\)"):
+        row = mteb.evaluate(wrapped, [sts_task(texts)], cache=None, show_progress_bar=False)
+    dynamics = row.task_results[0].scores["test"][0]["layer_dynamics"]
+    reason = {"h_0": "one vector for all texts"}
+    assert dynamics["undefined"] == {"frenet": reason, "nrs": reason, "gfmi": reason}
+    assert dynamics["first_state"] == {"frenet": 1, "nrs": 1, "gfmi": 1}
+    assert dynamics["frenet"]["speed"][0] is None and dynamics["nrs"]["jaccard"][0] is None
+    assert dynamics["gfmi"]["auc"][0] is None and None not in dynamics["gfmi"]["auc"][1:]
+    unique = list(dict.fromkeys(texts + [texts[(i * 5 + 3) % len(texts)] for i in range(len(texts))]))
+    states = (
+        LayerExtractor(str(path), tok, template="prompteol", show_progress_bar=False).extract(unique).states
+    )
+    from_h1 = lrd(states[1:], nrs_k=3, gfmi_k=3, n_anchors=500).summary()
+    assert dynamics["summary"]["frenet_d0L"] == pytest.approx(from_h1["frenet_d0L"], abs=1e-6)
+    assert dynamics["summary"]["nrs_jaccard_first_last"] == pytest.approx(from_h1["nrs_jaccard_first_last"])

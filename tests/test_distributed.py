@@ -398,8 +398,8 @@ def test_a_retried_unit_resumes_from_its_saved_shards(models, task_specs, tmp_pa
     monkeypatch.setattr(resolve, "load_for_mteb", counted)
     unit = Unit(models[0], task_specs[0])
     # batches of 4 in shards of 4: every forward pass is a shard, saved as soon as it is computed
-    config = UnitConfig(str(tmp_path / "results"), {**OPTIONS, "shard_size": 4})
-    run_unit(unit, UnitConfig(str(tmp_path / "fresh"), {**OPTIONS, "shard_size": 4}))
+    config = UnitConfig(str(tmp_path / "results"), {**OPTIONS, "shard_size": 4}, batch_size=4)
+    run_unit(unit, UnitConfig(str(tmp_path / "fresh"), {**OPTIONS, "shard_size": 4}, batch_size=4))
     uninterrupted = passes["n"]
     assert uninterrupted > 3
     passes.update(n=0, fail_at=3)

@@ -184,6 +184,23 @@ def test_leaderboard_values_equal_the_result_files(results):
     assert board.rows[[r[1] for r in board.rows].index("removed [1, 2] of 4, rule=gfmi")][2] == "r1"
 
 
+def test_undefined_states_are_named_with_their_reason_never_a_number(results):
+    """A decoder whose h_0 is one vector: its leaderboard note names the state and the reason."""
+    path = results / "results" / "org__b" / "r2" / "A.json"
+    data = json.loads(path.read_text())
+    dynamics = data["scores"]["test"][0]["layer_dynamics"]
+    dynamics["undefined"] = {
+        "frenet": {"h_0": "one vector for all texts"},
+        "nrs": {"h_0": "one vector for all texts"},
+    }
+    dynamics["frenet"]["speed"][0] = None
+    path.write_text(json.dumps(data))
+    board = leaderboard(load_variants(results))
+    (note,) = board.notes
+    assert note.startswith("org/b (base): h_0 undefined: one vector for all texts.")
+    assert "start at the first informative state" in note
+
+
 def test_a_choice_of_scored_layers_keeps_each_score_at_its_hidden_state(tmp_path):
     """per_layer scores of a layer choice (h_0, h_4, h_8 of 9 states) belong to those states, in a
     pruned variant too (base numbering), not to h_0, h_1, h_2."""

@@ -121,6 +121,16 @@ class TaskRecord:
                     counts[metric] = min(count, counts.get(metric, count))
         return counts
 
+    def undefined_states(self) -> dict[str, str]:
+        """The hidden states whose LRD scores are undefined, and why (``{"h_0": "one vector for all
+        texts"}``), over subsets and metric families; empty when every state informs."""
+        found: dict[str, str] = {}
+        for dynamics in self.layer_dynamics:
+            for reasons in (dynamics.get("undefined") or {}).values():
+                for state, why in reasons.items():
+                    found.setdefault(str(state), str(why))
+        return dict(sorted(found.items(), key=lambda item: int(item[0].removeprefix("h_"))))
+
     def lrd_summary(self) -> dict[str, float]:
         """Model-level LRD scores of this task, averaged over subsets (``None`` values skipped)."""
         values: dict[str, list[float]] = {}

@@ -7,11 +7,13 @@ end-to-end displacement ``d0L`` (the paper's strongest model-selection score). S
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
 
@@ -103,9 +105,16 @@ class FrenetResult:
         speed: ``(L,)`` Grassmann distance between layers ``l`` and ``l+1``.
         curvature: ``(L-1,)`` Menger curvature at layers ``1 .. L-1``.
         chord: ``(L-1,)`` direct distance between layers ``l-1`` and ``l+1``.
-        d0L: Grassmann distance between layer 0 and layer L.
+        d0L: Grassmann distance between the first informative state (``first_state``; ``h_0``
+            unless it is uninformative) and layer L.
         rank: the subspace dimension used.
         n_used: rows used; ``n_dropped``: rows excluded for NaN / Inf / zero vectors.
+        undefined: uninformative states (:mod:`~mteb_lrd.metrics.informative`) and why; every
+            entry that reads one is NaN.
+        first_state: where the model-level summaries start (``None``: no informative state before
+            ``h_L``, or ``h_L`` itself is uninformative: every summary is NaN).
+        as_computed: the values NaN replaced, as computed (``speed``, ``curvature``, ``chord``,
+            ``d0L`` from ``h_0``); empty when every state is informative.
     """
 
     speed: np.ndarray
@@ -115,10 +124,25 @@ class FrenetResult:
     rank: int
     n_used: int
     n_dropped: int
+    undefined: Mapping[int, str] = field(default_factory=dict)
+    first_state: int | None = 0
+    as_computed: Mapping[str, Any] = field(default_factory=dict)
+
+    def unmasked(self) -> FrenetResult:
+        """This result with every value as computed, uninformative states read like the others
+        (the authors' behaviour, ``reproduce="authors"``)."""
+        if not self.as_computed:
+            return self
+        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
 
     def summary(self) -> dict[str, float]:
-        """The spec's model-level summaries (lrd.md §2.7); NaN where undefined."""
-        s, k = self.speed, self.curvature
+        """The spec's model-level summaries (lrd.md §2.7) from ``first_state`` on; NaN where undefined."""
+        start = self.first_state
+        s = self.speed[start:] if start is not None else self.speed[:0]
+        k = self.curvature[start:] if start is not None else self.curvature[:0]
+        if start is None or np.isnan(s).any() or np.isnan(k).any():  # an uninformative state inside
+            undefined = {key: math.nan for key in _SUMMARY_KEYS}
+            return undefined | {"d0L": float(self.d0L), "rank": float(self.rank)}
         n_transitions = s.size
         t = third(n_transitions)
         total = float(s.sum())
@@ -144,6 +168,14 @@ class FrenetResult:
             "speed_slope": depth_slope(s),
             "rank": float(self.rank),
         }
+
+
+_SUMMARY_KEYS = (
+    "total_arc_length", "d0L", "straightness", "mean_speed", "std_speed", "max_speed", "speed_cv",
+    "mean_curvature", "std_curvature", "max_curvature", "norm_arc_length", "norm_mean_curvature",
+    "peak_curvature_depth", "early_speed", "late_speed", "early_late_speed_ratio", "speed_slope",
+)  # fmt: skip
+"""The summaries of :meth:`FrenetResult.summary` besides ``rank``, in its order."""
 
 
 def frenet(states: object, rank: int | None = None, var_threshold: float = 0.95) -> FrenetResult:
@@ -228,20 +260,41 @@ def _frenet_of_units(
     s2_last, v_last = _centred_covariance_eig(last)
     r = _rank_from_spectrum(s2_last, var_threshold, n, d) if rank is None else _clamp_rank(int(rank), n, d)
     last_basis = _basis(v_last, r)
+    ranks = {num_states - 1: spread_rank(s2_last, n)}
     del last, v_last
     speed, chord = np.empty(num_states - 1), np.empty(max(num_states - 2, 0))
-    first = previous = _basis(_centred_covariance_eig(unit(0))[1], r)
-    before: np.ndarray | None = None
+    starts: dict[str, np.ndarray] = {}  # d0L's starts: h_0 and the first state of rank >= r
+
+    def basis(layer: int) -> np.ndarray:
+        if layer == num_states - 1:
+            return last_basis
+        s2, v = _centred_covariance_eig(unit(layer))
+        ranks[layer] = spread_rank(s2, n)
+        found = _basis(v, r)
+        if layer == 0:
+            starts["h_0"] = found
+        if "first" not in starts and ranks[layer] >= r:
+            starts["first"] = found
+        return found
+
+    previous, before = basis(0), None
     for layer in range(1, num_states):
-        current = (
-            last_basis if layer == num_states - 1 else _basis(_centred_covariance_eig(unit(layer))[1], r)
-        )
+        current = basis(layer)
         speed[layer - 1] = grassmann_distance(previous, current)
         if before is not None:
             chord[layer - 2] = grassmann_distance(before, current)
         before, previous = previous, current
-    d0l = float(grassmann_distance(first, last_basis))
     curvature = menger_curvature(speed[:-1], speed[1:], chord)
+    raw = {"speed": speed, "curvature": curvature, "chord": chord,
+           "d0L": float(grassmann_distance(starts["h_0"], last_basis))}  # fmt: skip
+    undefined = {s: why for s in range(num_states) if (why := rank_reason(ranks[s], r)) is not None}
+    first = first_informative(undefined, num_states)
+    d0l = math.nan if first is None else float(grassmann_distance(starts["first"], last_basis))
+    if not undefined:
+        return FrenetResult(speed, curvature, chord, d0l, r, n, n_dropped)
     return FrenetResult(
-        speed=speed, curvature=curvature, chord=chord, d0L=d0l, rank=r, n_used=n, n_dropped=n_dropped
-    )
+        speed=np.where(touches(undefined, np.arange(speed.size), 1), np.nan, speed),
+        curvature=np.where(touches(undefined, np.arange(curvature.size), 2), np.nan, curvature),
+        chord=np.where(touches(undefined, np.arange(chord.size), 2), np.nan, chord),
+        d0L=d0l, rank=r, n_used=n, n_dropped=n_dropped, undefined=undefined, first_state=first, as_computed=raw,
+    )  # fmt: skip

@@ -4,13 +4,16 @@ at a range of distance percentiles, agrees with the final layer's. Spec: lrd.md 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
+from mteb_lrd.metrics.informative import first_informative, neighbour_reason
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
@@ -148,6 +151,12 @@ class GFMIResult:
             layer's self-alignment: the integrated entropy of its partitions).
         peak_mi: ``(L+1,)`` largest MI per layer; ``peak_percentile``: where it is reached.
         percentiles: the filtration grid; ``k``: neighbours per point; ``n_used`` / ``n_dropped``.
+        undefined: uninformative states (:mod:`~mteb_lrd.metrics.informative`) and why: their
+            entries are NaN (every entry when ``h_L`` is one of them).
+        first_state: where the summaries start (``None``: no informative state before ``h_L``, or
+            ``h_L`` is uninformative).
+        as_computed: the values NaN replaced, as computed (``mi``, ``auc``, ``peak_mi``,
+            ``peak_percentile``).
     """
 
     mi: np.ndarray
@@ -158,13 +167,25 @@ class GFMIResult:
     k: int
     n_used: int
     n_dropped: int
+    undefined: Mapping[int, str] = field(default_factory=dict)
+    first_state: int | None = 0
+    as_computed: Mapping[str, Any] = field(default_factory=dict)
+
+    def unmasked(self) -> GFMIResult:
+        """This result with every value as computed (the authors' behaviour)."""
+        if not self.as_computed:
+            return self
+        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
 
     def summary(self) -> dict[str, float]:
         """Model-level summaries. Early / late thirds use ``t = max(1, (L+1)//3)`` entries of the
         ``L+1`` profile; ``slope`` is against relative depth; ``last_auc`` is the final layer's
         self-alignment. MI is unnormalised: compare values only at equal N.
         """
-        auc = self.auc
+        start = self.first_state
+        auc = self.auc[start:] if start is not None else self.auc[:0]
+        if not auc.size or np.isnan(auc).any():
+            return dict.fromkeys(_SUMMARY_KEYS, math.nan)
         t = third(auc.size)
         early, late = safe_mean(auc[:t]), safe_mean(auc[-t:])
         return {
@@ -175,8 +196,14 @@ class GFMIResult:
             "slope": depth_slope(auc),
             "first_auc": float(auc[0]),
             "last_auc": float(auc[-1]),
-            "mean_peak_mi": safe_mean(self.peak_mi),
+            "mean_peak_mi": safe_mean(self.peak_mi[start:]),
         }
+
+
+_SUMMARY_KEYS = (
+    "mean_auc", "early_auc", "late_auc", "delta_late_early", "slope", "first_auc", "last_auc", "mean_peak_mi",
+)  # fmt: skip
+"""The summaries of :meth:`GFMIResult.summary`, in its order."""
 
 
 def _validate_percentiles(percentiles: object) -> np.ndarray:
@@ -203,7 +230,10 @@ def gfmi(states: object, k: int = 30, percentiles: object = None, backend: str =
     p = _validate_parameters(k, percentiles, backend)
     prepared = prepare_states(states, min_rows=k + 1, what=f"gfmi with k={k}")
     components = np.stack([_layer_components(layer, k, p, backend) for layer in prepared.x])
-    return build_gfmi_result(components, p, k, prepared.x.shape[1], prepared.n_dropped)
+    undefined = {
+        s: why for s, layer in enumerate(prepared.x) if (why := neighbour_reason(layer, k)) is not None
+    }
+    return build_gfmi_result(components, p, k, prepared.x.shape[1], prepared.n_dropped, undefined)
 
 
 def gfmi_by_layer(
@@ -227,10 +257,13 @@ def gfmi_by_layer(
     """
     p = _validate_parameters(k, percentiles, backend)
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"gfmi with k={k}")
-    components = np.stack(
-        [_layer_components(reader.unit(layer), k, p, backend) for layer in range(num_states)]
-    )
-    return build_gfmi_result(components, p, k, reader.kept.size, reader.n_dropped)
+    components, undefined = [], {}
+    for layer in range(num_states):  # one layer held at a time
+        rows = reader.unit(layer)
+        components.append(_layer_components(rows, k, p, backend))
+        if (why := neighbour_reason(rows, k)) is not None:
+            undefined[layer] = why
+    return build_gfmi_result(np.stack(components), p, k, reader.kept.size, reader.n_dropped, undefined)
 
 
 def _validate_parameters(k: int, percentiles: object, backend: str) -> np.ndarray:
@@ -247,18 +280,32 @@ def _layer_components(layer: np.ndarray, k: int, p: np.ndarray, backend: str) ->
 
 
 def build_gfmi_result(
-    components: np.ndarray, p: np.ndarray, k: int, n_used: int, n_dropped: int
+    components: np.ndarray,
+    p: np.ndarray,
+    k: int,
+    n_used: int,
+    n_dropped: int,
+    undefined: Mapping[int, str] | None = None,
 ) -> GFMIResult:
-    """Assemble a :class:`GFMIResult` from per-layer filtration labels ``(L+1, P, N)``."""
+    """Assemble a :class:`GFMIResult` from per-layer filtration labels ``(L+1, P, N)``; the entries of
+    ``undefined`` states are NaN (all of them when ``h_L`` is one)."""
     mi, auc = gfmi_from_graphs(components, p)
-    peak = mi.argmax(axis=1)
-    return GFMIResult(
-        mi=mi,
-        auc=auc,
-        peak_mi=mi.max(axis=1),
-        peak_percentile=p[peak],
-        percentiles=p,
-        k=int(k),
-        n_used=n_used,
-        n_dropped=n_dropped,
+    peak_mi, peak_percentile = mi.max(axis=1), p[mi.argmax(axis=1)]
+    result = GFMIResult(mi, auc, peak_mi, peak_percentile, p, int(k), n_used, n_dropped)
+    if not undefined:
+        return result
+    bad = np.zeros(len(components), dtype=bool)
+    bad[list(undefined)] = True
+    if bad[-1]:  # every layer is compared with h_L
+        bad[:] = True
+    raw = {"mi": mi, "auc": auc, "peak_mi": peak_mi, "peak_percentile": peak_percentile}
+    return replace(
+        result,
+        mi=np.where(bad[:, None], np.nan, mi),
+        auc=np.where(bad, np.nan, auc),
+        peak_mi=np.where(bad, np.nan, peak_mi),
+        peak_percentile=np.where(bad, np.nan, peak_percentile),
+        undefined=dict(undefined),
+        first_state=first_informative(undefined, len(components)),
+        as_computed=raw,
     )

@@ -7,7 +7,7 @@ k columns of a sorted k'-NN list are the k-NN list), where the reference searche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,8 +16,9 @@ from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
+from mteb_lrd.metrics.informative import reasons_by_state
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, nrs_from_neighbours
+from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result, neighbour_reasons
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import prepare_states
 
@@ -47,9 +48,32 @@ class LRDResult:
             out.update({f"{prefix}_{key}": value for key, value in result.summary().items()})
         return out
 
+    @property
+    def undefined(self) -> dict[str, dict[str, str]]:
+        """Per family, the uninformative states whose scores are undefined and why
+        (``{"frenet": {"h_0": "one vector for all texts"}, ...}``); empty when every state informs."""
+        families = (("frenet", self.frenet), ("nrs", self.nrs), ("gfmi", self.gfmi))
+        return {name: reasons_by_state(r.undefined) for name, r in families if r.undefined}
+
+    def unmasked(self) -> LRDResult:
+        """Every value as computed, uninformative states read like the others (``reproduce="authors"``)."""
+        if not self.undefined:
+            return self
+        return replace(
+            self, frenet=self.frenet.unmasked(), nrs=self.nrs.unmasked(), gfmi=self.gfmi.unmasked()
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable profiles, summaries and parameters (NaN written as ``None``)."""
+        """JSON-serialisable profiles, summaries and parameters (NaN written as ``None``); with an
+        uninformative state, ``undefined`` (per family: state → reason) and each family's
+        ``first_state``."""
         f, n, g = self.frenet, self.nrs, self.gfmi
+        undefined = self.undefined
+        if undefined:
+            starts = {name: r.first_state for name, r in (("frenet", f), ("nrs", n), ("gfmi", g))}
+            extra: dict[str, Any] = {"undefined": undefined, "first_state": starts}
+        else:
+            extra = {}
         return to_jsonable(
             {
                 "num_layers": self.num_layers,
@@ -81,6 +105,7 @@ class LRDResult:
                     "summary": g.summary(),
                 },
                 "summary": self.summary(),
+                **extra,
             }
         )
 
@@ -137,11 +162,11 @@ def lrd(
         components.append(
             filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
         )
-    jaccard, first_last, interval = nrs_from_neighbours(np.stack(anchor_neighbours))
-    nrs_result = NRSResult(
-        jaccard, first_last, int(nrs_k), int(anchors.size), n, prepared.n_dropped, interval
+    nrs_result = build_nrs_result(
+        np.stack(anchor_neighbours), neighbour_reasons(x, int(nrs_k)), int(nrs_k), n, prepared.n_dropped
     )
-    gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped)
+    gfmi_undefined = neighbour_reasons(x, int(gfmi_k))
+    gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped, gfmi_undefined)
     recorded = {
         "rank": rank,
         "var_threshold": var_threshold,

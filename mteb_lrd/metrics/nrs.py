@@ -6,17 +6,29 @@ all texts of the layer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from mteb_lrd.metrics.bootstrap import Interval, bootstrap_mean
+from mteb_lrd.metrics.informative import first_informative, neighbour_reason, touches
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import safe_mean, third
 
-__all__ = ["NRSResult", "nrs", "nrs_by_layer", "jaccard_retention", "anchor_ids", "nrs_from_neighbours"]
+__all__ = [
+    "NRSResult",
+    "anchor_ids",
+    "build_nrs_result",
+    "jaccard_retention",
+    "neighbour_reasons",
+    "nrs",
+    "nrs_by_layer",
+    "nrs_from_neighbours",
+]
 
 
 def anchor_ids(n: int, n_anchors: int, seed: int = 42) -> np.ndarray:
@@ -48,6 +60,11 @@ class NRSResult:
         k: neighbours per anchor; ``n_anchors``: anchors used; ``n_used`` / ``n_dropped``: rows.
         jaccard_ci: percentile bootstrap interval of ``jaccard`` over the anchors (the kNN graph of
             every layer held fixed); ``None`` with fewer than 2 anchors.
+        undefined: uninformative states (:mod:`~mteb_lrd.metrics.informative`) and why; every
+            transition that reads one is NaN.
+        first_state: where the summaries start; ``first_last`` is the retention from it to layer L
+            (``None``: no informative state before ``h_L``, or ``h_L`` is uninformative).
+        as_computed: the values NaN replaced, as computed (``jaccard``, ``first_last`` from ``h_0``).
     """
 
     jaccard: np.ndarray
@@ -57,10 +74,22 @@ class NRSResult:
     n_used: int
     n_dropped: int
     jaccard_ci: Interval | None = None
+    undefined: Mapping[int, str] = field(default_factory=dict)
+    first_state: int | None = 0
+    as_computed: Mapping[str, Any] = field(default_factory=dict)
+
+    def unmasked(self) -> NRSResult:
+        """This result with every value as computed (the authors' behaviour)."""
+        if not self.as_computed:
+            return self
+        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
 
     def summary(self) -> dict[str, float]:
-        """The spec's summaries (lrd.md §3); NaN where a third is empty."""
-        j = self.jaccard
+        """The spec's summaries (lrd.md §3) from ``first_state`` on; NaN where a third is empty or a
+        transition inside is undefined."""
+        j = self.jaccard[self.first_state :] if self.first_state is not None else self.jaccard[:0]
+        if not j.size or np.isnan(j).any():
+            return dict.fromkeys(_SUMMARY_KEYS, math.nan) | {"jaccard_first_last": float(self.first_last)}
         n_transitions = j.size
         t = third(n_transitions)
         early, late = safe_mean(j[:t]), safe_mean(j[-t:])
@@ -79,6 +108,13 @@ class NRSResult:
         }
 
 
+_SUMMARY_KEYS = (
+    "mean_jaccard", "std_jaccard", "min_jaccard", "max_jaccard", "early_jaccard", "mid_jaccard",
+    "late_jaccard", "jaccard_auc", "delta_jaccard", "mean_instability",
+)  # fmt: skip
+"""The summaries of :meth:`NRSResult.summary` besides ``jaccard_first_last``, in its order."""
+
+
 def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Interval | None]:
     """Adjacent-layer retention, first-last retention and the adjacent-layer retention's bootstrap
     interval over anchors (``None`` with fewer than 2 anchors), from ``(L+1, n_anchors, k)`` ids."""
@@ -88,6 +124,36 @@ def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Inte
     first_last = float(jaccard_retention(neighbours[0], neighbours[-1]).mean())
     interval = bootstrap_mean(per_anchor, over="anchors") if per_anchor.shape[1] >= 2 else None
     return per_anchor.mean(axis=1), first_last, interval
+
+
+def neighbour_reasons(layers: Iterable[np.ndarray], k: int) -> dict[int, str]:
+    """The states of ``layers`` (L2-normalised rows, in state order) that cannot give k-NN lists, and why."""
+    found = ((state, neighbour_reason(rows, k)) for state, rows in enumerate(layers))
+    return {state: why for state, why in found if why is not None}
+
+
+def build_nrs_result(
+    neighbours: np.ndarray, undefined: Mapping[int, str], k: int, n_used: int, n_dropped: int
+) -> NRSResult:
+    """An :class:`NRSResult` from ``(L+1, n_anchors, k)`` neighbour ids; transitions that read a state
+    of ``undefined`` are NaN, first-last starts at the first informative state."""
+    jaccard, first_last, interval = nrs_from_neighbours(neighbours)
+    n_anchors = int(neighbours.shape[1])
+    if not undefined:
+        return NRSResult(jaccard, first_last, int(k), n_anchors, n_used, n_dropped, interval)
+    first = first_informative(undefined, len(neighbours))
+    bad = touches(undefined, np.arange(jaccard.size), 1)
+    if interval is not None:
+        interval = replace(
+            interval, low=np.where(bad, np.nan, interval.low), high=np.where(bad, np.nan, interval.high)
+        )
+    masked_first_last = (
+        math.nan if first is None else float(jaccard_retention(neighbours[first], neighbours[-1]).mean())
+    )
+    return NRSResult(
+        np.where(bad, np.nan, jaccard), masked_first_last, int(k), n_anchors, n_used, n_dropped, interval,
+        undefined=undefined, first_state=first, as_computed={"jaccard": jaccard, "first_last": first_last},
+    )  # fmt: skip
 
 
 def nrs(
@@ -112,16 +178,7 @@ def nrs(
     x = prepared.x
     anchors = anchor_ids(x.shape[1], n_anchors, seed)
     neighbours = np.stack([knn(layer, k, anchors, backend)[1] for layer in x])
-    jaccard, first_last, interval = nrs_from_neighbours(neighbours)
-    return NRSResult(
-        jaccard=jaccard,
-        first_last=first_last,
-        k=int(k),
-        n_anchors=int(anchors.size),
-        n_used=x.shape[1],
-        n_dropped=prepared.n_dropped,
-        jaccard_ci=interval,
-    )
+    return build_nrs_result(neighbours, neighbour_reasons(x, k), k, x.shape[1], prepared.n_dropped)
 
 
 def nrs_by_layer(
@@ -145,8 +202,10 @@ def nrs_by_layer(
     resolve_backend(backend)
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"nrs with k={k}")
     anchors = anchor_ids(reader.kept.size, n_anchors, seed)
-    neighbours = np.stack([knn(reader.unit(layer), k, anchors, backend)[1] for layer in range(num_states)])
-    jaccard, first_last, interval = nrs_from_neighbours(neighbours)
-    return NRSResult(
-        jaccard, first_last, int(k), int(anchors.size), int(reader.kept.size), reader.n_dropped, interval
-    )
+    neighbours, undefined = [], {}
+    for layer in range(num_states):  # one layer held at a time
+        rows = reader.unit(layer)
+        neighbours.append(knn(rows, k, anchors, backend)[1])
+        if (why := neighbour_reason(rows, k)) is not None:
+            undefined[layer] = why
+    return build_nrs_result(np.stack(neighbours), undefined, k, int(reader.kept.size), reader.n_dropped)

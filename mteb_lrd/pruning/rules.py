@@ -42,39 +42,53 @@ def transition_profile(values: np.ndarray) -> np.ndarray:
     """Per-layer profile of a transition-valued series ``v_0..v_{L-1}`` (length L → L+1).
 
     Layer ``i`` gets the mean of its adjacent transitions ``v_{i-1}`` and ``v_i``; an end layer
-    takes its single neighbour.
+    takes its single neighbour, and so does a layer next to an undefined (NaN) transition (NaN when
+    both are undefined).
     """
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 1 or v.size < 1:
         raise ValueError(f"transition values must be a non-empty 1-d array, got shape {v.shape}")
     left = np.concatenate([v[:1], v])  # v_{i-1}, with v_0 standing in at i = 0
     right = np.concatenate([v, v[-1:]])  # v_i, with v_{L-1} standing in at i = L
-    return (left + right) / 2.0
+    both = np.stack([left, right])
+    defined = ~np.isnan(both)
+    count = defined.sum(axis=0)
+    total = np.where(defined, both, 0.0).sum(axis=0)
+    return np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
 
 
 def curvature_profile(curvature: np.ndarray, num_layers: int) -> np.ndarray:
     """Per-layer profile of curvature ``κ_1..κ_{L-1}`` (centred on layers 1..L-1) → length L+1.
 
-    Layer ``i`` gets the mean of every κ whose centre lies within ±1 of ``i``.
+    Layer ``i`` gets the mean of every defined (not NaN) κ whose centre lies within ±1 of ``i``
+    (NaN when none is).
     """
     k = np.asarray(curvature, dtype=np.float64)
     if k.ndim != 1 or k.size != num_layers - 1 or num_layers < 2:
         raise ValueError(f"curvature must have L-1 = {num_layers - 1} entries (L >= 2), got shape {k.shape}")
     centres = np.arange(1, num_layers)
     layers = np.arange(num_layers + 1)
-    near = np.abs(layers[:, None] - centres[None, :]) <= 1  # (L+1, L-1); every layer has >= 1
-    return (near * k[None, :]).sum(axis=1) / near.sum(axis=1)
+    near = (np.abs(layers[:, None] - centres[None, :]) <= 1) & ~np.isnan(k)[None, :]  # (L+1, L-1)
+    count = near.sum(axis=1)
+    total = np.where(near, k[None, :], 0.0).sum(axis=1)
+    return np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
 
 
 def zscore(profile: np.ndarray) -> np.ndarray:
-    """Z-score over all entries with the population std; all zeros when std < 1e-12."""
+    """Z-score over the defined entries with the population std (zeros when std < 1e-12); an
+    undefined (NaN) entry, one that reads an uninformative state, stays NaN.
+
+    Raises:
+        ValueError: for an infinite entry or a profile without a defined entry.
+    """
     x = np.asarray(profile, dtype=np.float64)
-    std = x.std()
-    if not np.isfinite(std):
-        raise ValueError("profile contains NaN or Inf")
+    defined = ~np.isnan(x)
+    if np.isinf(x).any() or not defined.any():
+        raise ValueError("profile contains Inf or no defined (non-NaN) entry")
+    std = x[defined].std()
     if std < 1e-12:
-        return np.zeros_like(x)
-    return (x - x.mean()) / std
+        return np.where(defined, 0.0, np.nan)
+    return (x - x[defined].mean()) / std
 
 
 def rule_scores(frenet: object, nrs: object, gfmi: object) -> dict[str, np.ndarray]:
@@ -151,14 +165,19 @@ def select_layers(scores: Sequence[float] | np.ndarray, budget: float, protect: 
         The chosen ids, sorted ascending.
 
     Raises:
-        ValueError: bad budget / protect, a non-1-d score vector, or a NaN / Inf candidate score.
+        ValueError: bad budget / protect, a non-1-d score vector, or a NaN / Inf candidate score
+            (a candidate that reads an uninformative state).
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"scores must be a 1-d array of L+1 values, got shape {s.shape}")
     cand = candidate_ids(s.size, protect)
     if not np.all(np.isfinite(s[cand])):
-        raise ValueError("candidate scores must be finite (NaN / Inf found)")
+        undefined = [int(i) for i in cand[~np.isfinite(s[cand])]]
+        raise ValueError(
+            f"candidate scores must be finite: hidden states {undefined} have none (NaN / Inf; an "
+            "uninformative state gives no LRD score), so the rule cannot rank them"
+        )
     n = n_to_prune(cand.size, budget)
     order = np.lexsort((-cand, -s[cand]))  # primary: score desc; ties: id desc
     return sorted(int(i) for i in cand[order[:n]])

@@ -155,6 +155,23 @@ def _task_names(variants: Sequence[ModelVariant], tasks: Sequence[str] | None) -
     return list(tasks)
 
 
+def _undefined_notes(variants: Sequence[ModelVariant], shared: Sequence[str]) -> list[str]:
+    """One note per row whose layer dynamics have undefined states: which, why, and that its LRD
+    scores start at the first informative state (a score with no such state is left empty)."""
+    notes = []
+    for variant in variants:
+        found: dict[str, str] = {}
+        for task in shared:
+            found.update(variant.tasks[task].undefined_states())
+        if found:
+            states = "; ".join(f"{state} undefined: {why}" for state, why in found.items())
+            notes.append(
+                f"{variant.model} ({variant_description(variant)}): {states}. Scores that read those "
+                "states are undefined, and its LRD summaries start at the first informative state."
+            )
+    return notes
+
+
 def leaderboard(
     variants: Sequence[ModelVariant],
     tasks: Sequence[str] | None = None,
@@ -211,11 +228,15 @@ def leaderboard(
             ]
         )
     columns = ["Model", "Variant", "Revision", *task_names, "Tasks", "Mean", "Best layer", "Best-layer score"]
-    notes = _shared_notes(task_names, shared) + [
-        f"{lrd_columns[key]}: not shown, {usable[key].reason}; compare it per task in tasks.csv."
-        for key in lrd_columns
-        if shared and not usable[key].comparable
-    ]
+    notes = (
+        _shared_notes(task_names, shared)
+        + _undefined_notes(ordered, shared)
+        + [
+            f"{lrd_columns[key]}: not shown, {usable[key].reason}; compare it per task in tasks.csv."
+            for key in lrd_columns
+            if shared and not usable[key].comparable
+        ]
+    )
     return Table(
         [*columns, *lrd_columns.values()], rows, task_names, [str(row[0]) for row in rows], shared, notes
     )

@@ -126,7 +126,10 @@ def measure_pruning_cell(
     cell = profile_cell(model, texts, caps=options.caps, seed=options.seed, batch_size=options.batch_size,
                         reproduce=options.reproduce, prompt=prompt,
                         cache_dir=scratch / "profile")  # fmt: skip
-    rules = rule_scores(cell.dynamics.result.frenet, cell.dynamics.result.nrs, cell.dynamics.result.gfmi)
+    measured = cell.dynamics.result
+    if cell.dynamics.reproduce == "authors":  # uninformative states read like the others, as theirs do
+        measured = measured.unmasked()
+    rules = rule_scores(measured.frenet, measured.nrs, measured.gfmi)
     influence, choices = _choices(model, cell, rules, options, pruning)
     subsets = {size: candidate_block_sets(cell.states.shape[0], size, pruning.protect, pruning.mapping)  # type: ignore[arg-type]
                for size in pruning.all_subsets}  # fmt: skip

@@ -139,11 +139,13 @@ def test_a_state_spanning_fewer_than_r_dimensions_still_has_an_orthonormal_basis
     n, d, r = 60, 128, 20
     state = rng.standard_normal((distinct, d))[rng.integers(0, distinct, n)]
     same = frenet(np.repeat(state[None], 3, axis=0), rank=r)
-    np.testing.assert_allclose(same.speed, 0.0, atol=1e-6)
-    assert same.d0L == pytest.approx(0.0, abs=1e-6)
+    assert sorted(same.undefined) == [0, 1, 2] and np.isnan(same.speed).all()  # rank < r: undefined
+    np.testing.assert_allclose(same.unmasked().speed, 0.0, atol=1e-6)  # as computed
+    assert same.unmasked().d0L == pytest.approx(0.0, abs=1e-6)
     moving = np.stack([state, rng.standard_normal((n, d)), rng.standard_normal((n, d))])
     result = frenet(moving, rank=r)
-    assert np.all(result.speed < math.pi / 2 * math.sqrt(r) - 0.5)  # not pinned at the maximum
+    assert list(result.undefined) == [0] and result.first_state == 1
+    assert np.all(result.unmasked().speed < math.pi / 2 * math.sqrt(r) - 0.5)  # not pinned at the maximum
     ref = ref_frenet(moving, rank=r)
     assert result.speed[1] == pytest.approx(ref["speed"][1], abs=TOL)  # determined states: as the SVD
 

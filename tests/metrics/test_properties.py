@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from mteb_lrd import frenet, gfmi, lrd, nrs
+from mteb_lrd.metrics.informative import touches
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -64,6 +65,12 @@ def _finite_or_nan(summary: dict) -> None:
         assert not math.isinf(value), key
 
 
+def _nan_exactly_where_undefined(values: np.ndarray, undefined: dict, span: int) -> None:
+    """Entries reading states ``i .. i + span`` are NaN exactly when one of those states is undefined."""
+    assert all(isinstance(why, str) and why for why in undefined.values())
+    assert np.array_equal(np.isnan(values), touches(undefined, np.arange(values.size), span))
+
+
 @SETTINGS
 @given(raw_states(), st.one_of(st.none(), st.integers(1, 6)))
 def test_frenet_properties(data, rank):
@@ -75,9 +82,13 @@ def test_frenet_properties(data, rank):
     assert 1 <= result.rank <= x.shape[2]
     bound = math.pi / 2 * math.sqrt(result.rank) + 1e-6
     assert result.speed.shape == (x.shape[0] - 1,) and result.curvature.shape == (x.shape[0] - 2,)
-    assert np.all(np.isfinite(result.speed)) and np.all((result.speed >= 0) & (result.speed <= bound))
-    assert 0 <= result.d0L <= bound
-    assert np.all(np.isfinite(result.curvature)) and np.all(result.curvature >= 0)
+    raw = result.unmasked()  # as computed: finite and in range
+    assert np.all(np.isfinite(raw.speed)) and np.all((raw.speed >= 0) & (raw.speed <= bound))
+    assert 0 <= raw.d0L <= bound
+    assert np.all(np.isfinite(raw.curvature)) and np.all(raw.curvature >= 0)
+    _nan_exactly_where_undefined(result.speed, result.undefined, 1)
+    _nan_exactly_where_undefined(result.curvature, result.undefined, 2)
+    assert math.isnan(result.d0L) == (result.first_state is None)
     _finite_or_nan(result.summary())
 
 
@@ -90,8 +101,11 @@ def test_nrs_properties(data, k, n_anchors):
         return
     _check_rows(result, x, n_bad)
     assert result.n_anchors == min(n_anchors, result.n_used)
-    assert np.all((result.jaccard >= 0) & (result.jaccard <= 1))
-    assert 0 <= result.first_last <= 1
+    raw = result.unmasked()
+    assert np.all((raw.jaccard >= 0) & (raw.jaccard <= 1))
+    assert 0 <= raw.first_last <= 1
+    _nan_exactly_where_undefined(result.jaccard, result.undefined, 1)
+    assert math.isnan(result.first_last) == (result.first_state is None)
     _finite_or_nan(result.summary())
 
 
@@ -103,11 +117,15 @@ def test_gfmi_properties(data, k, backend):
     if result is None:
         return
     _check_rows(result, x, n_bad)
-    assert np.all(np.isfinite(result.mi)) and np.all(result.mi >= 0)
+    raw = result.unmasked()
+    assert np.all(np.isfinite(raw.mi)) and np.all(raw.mi >= 0)
     # I(a; b) <= H(b): no layer agrees with the final partition more than the final layer itself.
-    assert np.all(result.mi <= result.mi[-1] + 1e-9)
-    assert np.all(np.isfinite(result.auc)) and np.all(result.auc >= 0)
-    assert np.all(np.isin(result.peak_percentile, result.percentiles))
+    assert np.all(raw.mi <= raw.mi[-1] + 1e-9)
+    assert np.all(np.isfinite(raw.auc)) and np.all(raw.auc >= 0)
+    assert np.all(np.isin(raw.peak_percentile, raw.percentiles))
+    last = x.shape[0] - 1
+    expected = np.array([s in result.undefined or last in result.undefined for s in range(last + 1)])
+    assert np.array_equal(np.isnan(result.auc), expected)
     _finite_or_nan(result.summary())
 
 
@@ -119,9 +137,12 @@ def test_lrd_properties(data, nrs_k, gfmi_k):
     if result is None:
         return
     assert result.n_dropped == n_bad and result.n_input == x.shape[1]
-    assert np.all((result.nrs.jaccard >= 0) & (result.nrs.jaccard <= 1))
-    assert np.all(result.gfmi.mi >= 0) and np.all(result.frenet.speed >= 0)
-    json.dumps(result.to_dict(), allow_nan=False)
+    raw = result.unmasked()
+    assert np.all((raw.nrs.jaccard >= 0) & (raw.nrs.jaccard <= 1))
+    assert np.all(raw.gfmi.mi >= 0) and np.all(raw.frenet.speed >= 0)
+    record = result.to_dict()
+    json.dumps(record, allow_nan=False)
+    assert record.get("undefined", {}) == result.undefined
 
 
 @st.composite

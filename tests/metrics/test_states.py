@@ -139,11 +139,15 @@ def test_one_dimensional_vectors(name):
         fr = result if name == "frenet" else result.frenet
         assert fr.rank == 1
         np.testing.assert_allclose(fr.speed, 0.0, atol=1e-7)  # the only 1-D subspace is the line itself
-    if name in ("nrs", "lrd"):
-        j = (result if name == "nrs" else result.nrs).jaccard
+    if name in ("nrs", "lrd"):  # two distinct unit vectors (+1, -1): no k-NN lists, undefined
+        nrs_result = result if name == "nrs" else result.nrs
+        assert set(nrs_result.undefined) == {0, 1, 2} and np.isnan(nrs_result.jaccard).all()
+        assert all("2 distinct vectors" in why for why in nrs_result.undefined.values())
+        j = nrs_result.unmasked().jaccard
         assert np.all((j >= 0) & (j <= 1))
     if name in ("gfmi", "lrd"):
-        assert np.all((result if name == "gfmi" else result.gfmi).mi >= 0)
+        gfmi_result = result if name == "gfmi" else result.gfmi
+        assert np.isnan(gfmi_result.mi).all() and np.all(gfmi_result.unmasked().mi >= 0)
 
 
 # --- dtypes and containers -----------------------------------------------------------------------

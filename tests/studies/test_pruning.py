@@ -67,6 +67,24 @@ def test_rule_scores_against_spec_formulas():
     assert all(v.shape == (L + 1,) for v in scores.values())
 
 
+def test_rules_skip_undefined_entries_of_an_uninformative_h0():
+    """With h_0 uninformative the transitions and GFMI entries reading it are NaN: the profiles take
+    the defined neighbour, the z-scores are over defined entries, h_0 keeps no score."""
+    speed = np.array([np.nan, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(transition_profile(speed), [np.nan, 1.0, 1.5, 3.0, 4.0])
+    np.testing.assert_allclose(
+        curvature_profile(np.array([np.nan, 2.0, 4.0]), 4), [np.nan, 2.0, 3.0, 3.0, 4.0]
+    )
+    np.testing.assert_allclose(
+        zscore([np.nan, 1.0, 2.0, 3.0]), np.array([np.nan, -1.0, 0.0, 1.0]) / np.sqrt(2 / 3)
+    )
+    np.testing.assert_array_equal(zscore([np.nan, 2.0, 2.0]), [np.nan, 0.0, 0.0])
+    with pytest.raises(ValueError, match="no defined"):
+        zscore([np.nan, np.nan])
+    with pytest.raises(ValueError, match=r"hidden states \[3\] have none"):
+        select_layers([np.nan, 1.0, 2.0, np.nan, 1.0, 0.0, 1.0], 0.5, protect=2)
+
+
 def test_rule_scores_rejects_inconsistent_depths():
     fr = SimpleNamespace(speed=np.ones(6), curvature=np.ones(5))
     with pytest.raises(ValueError, match="inconsistent depths"):
