@@ -180,3 +180,23 @@ def test_the_legacy_fit_runs_it_too(model, pairs, tmp_path):
     (csv_file,) = (tmp_path / "out").rglob("layer_dynamics_evaluation_dev_results.csv")
     with csv_file.open() as fh:
         assert len(list(csv.DictReader(fh))) >= 1
+
+
+def test_an_uninformative_h0_logs_nan_with_its_reason_once(tiny_st_dir, caplog):
+    """A CLS-pooled model's h_0 is the CLS embedding, one vector for every text: the scores reading
+    it are NaN, the summaries start at h_1, and the log says which state and why, once."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    backbone = Transformer(str(tiny_st_dir))
+    cls = SentenceTransformer(modules=[backbone, Pooling(backbone.get_word_embedding_dimension(), "cls")])
+    texts = _sentences(30, 0)
+    evaluator = LayerDynamicsEvaluator(texts, caps=CAPS, params=PARAMS, summaries="all", write_csv=False)
+    with caplog.at_level("WARNING", logger="mteb_lrd"):
+        first, second = evaluator(cls), evaluator(cls)
+    assert evaluator.last_result.frenet.first_state == 1
+    states = extract_layer_states(cls, texts, show_progress_bar=False).states
+    assert first["frenet_d0L"] == pytest.approx(lrd(states[1:], params=PARAMS).frenet.d0L, abs=1e-9)
+    assert first == pytest.approx(second, nan_ok=True)
+    messages = [r.getMessage() for r in caplog.records if "uninformative hidden states" in r.getMessage()]
+    assert len(messages) == 1 and "h_0 one vector for all texts" in messages[0]

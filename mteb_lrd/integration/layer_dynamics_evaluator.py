@@ -121,6 +121,7 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         self.primary_metric = "spearman_cosine" if self.scores.size else self.summaries[0]
         self.greater_is_better = True
         self.csv_file = f"layer_dynamics_evaluation{'_' + name if name else ''}_results.csv"
+        self._undefined_reported: set[str] = set()
         self.last_result: LRDResult | None = None
         """The full LRD result of the latest call (profiles per layer, not only the logged scores)."""
 
@@ -137,6 +138,8 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         self.last_result = result
         summary = lrd_summary(result)
         metrics: dict[str, float] = {key: float(summary[key]) for key in self.summaries}
+        if result.undefined:  # NaN in the log: say which states and why, once per distinct cause
+            self._report_undefined(result.undefined)
         if self.scores.size:
             metrics.update(self._sts(extracted.states, extracted.embeddings))
         logger.info("layer dynamics%s: %s", f" on {self.name}" if self.name else "",
@@ -146,6 +149,17 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
+
+    def _report_undefined(self, undefined: dict[str, dict[str, str]]) -> None:
+        message = "; ".join(f"{family}: {', '.join(f'{s} {why}' for s, why in reasons.items())}"
+                            for family, reasons in undefined.items())  # fmt: skip
+        if message not in self._undefined_reported:
+            self._undefined_reported.add(message)
+            logger.warning(
+                "mteb-lrd: uninformative hidden states (%s): the scores reading them are NaN and the "
+                "summaries start at the first informative state",
+                message,
+            )
 
     def _sts(self, states: np.ndarray, embeddings: np.ndarray) -> dict[str, float]:
         first, second = self._pair_rows
