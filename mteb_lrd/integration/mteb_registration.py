@@ -95,12 +95,14 @@ def register_with_mteb() -> list[str]:
     from mteb.models import ModelMeta
 
     from mteb_lrd.integration import experiments
+    from mteb_lrd.integration.loaded_models import install_load_model_hook
     from mteb_lrd.integration.seams import install_seams
     from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
     from mteb_lrd.models.naming import KNOWN_NAMES
 
     install_seams()
     _install_get_model()
+    install_load_model_hook()  # what mteb's own loaders load is wrapped too ($MTEB_LRD_WRAP)
     experiments.install_hook()  # saved pruned models evaluated by plain mteb are experiments of their base
     names = register_tasks([*sts_tasks().values(), demo_task()])
     registry = _compat.model_registry()
