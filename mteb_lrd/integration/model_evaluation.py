@@ -24,6 +24,45 @@ class Evaluated:
     cache: AtomicResultCache
 
 
+def _registered(spec: str, config: UnitConfig, cache_dir: str | None, options: dict[str, Any]) -> Any | None:
+    """``spec`` loaded by mteb's registered loader and wrapped (the revision and prompts of a stock
+    ``mteb run -m spec``); ``None`` when ``spec`` is not a registered name, or is one whose weights
+    are not in the Hugging Face cache but that mteb-lrd installs itself (the default model, the
+    panel's): then mteb-lrd's loader takes it, as the record says.
+
+    Raises:
+        ValueError: for a registered model whose forward passes the wrapper cannot reproduce, or
+            one mteb's loader cannot load (naming the error).
+    """
+    import logging
+
+    from mteb_lrd.integration.loaded_models import registered_encoder, unwrappable_reason
+    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.models.naming import KNOWN_NAMES
+
+    if config.name is not None or config.revision is not None:
+        return None  # an explicit name or revision: the caller's, not the registry's
+    try:
+        encoder = registered_encoder(spec, device=config.device)
+    except OSError as err:
+        if spec in KNOWN_NAMES.values():
+            logging.getLogger(__name__).info(
+                "mteb's loader cannot load %s (%s): mteb-lrd's copy is used", spec, err
+            )
+            return None
+        raise ValueError(f"mteb's registered loader cannot load {spec!r}: {err}") from err
+    if encoder is None:
+        return None
+    reason = unwrappable_reason(encoder)
+    if reason is not None:
+        raise ValueError(f"{spec}: no layer dynamics, {reason}; run it with plain mteb")
+    meta = encoder.mteb_model_meta
+    wrapped = with_layer_dynamics(encoder, device=config.device, cache_dir=cache_dir, **options)
+    wrapped.mteb_model_meta = meta
+    wrapped.loaded_by = f"mteb registry ({type(encoder).__name__}, revision {meta.revision})"
+    return wrapped
+
+
 def evaluate_model(
     spec: str,
     tasks: Sequence[Any],
@@ -48,16 +87,19 @@ def evaluate_model(
     from mteb_lrd.models.loading import load_for_mteb
 
     record_command(config.command)
-    name, model, tokenizer = load_for_mteb(
-        spec, device=config.device, name=config.name, revision=config.revision
-    )
-    if blocks:
-        from mteb_lrd.pruning.pruned import prune
-
-        model = prune(model, list(blocks), name=name, tokenizer=tokenizer)
     options = {key: value for key, value in config.options.items() if key != "cache_dir"}
-    wrapped: Any = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, name=name,
-                                       revision=config.revision, cache_dir=cache_dir, **options)  # fmt: skip
+    wrapped: Any = _registered(spec, config, cache_dir, options) if not blocks else None
+    if wrapped is None:
+        name, model, tokenizer = load_for_mteb(
+            spec, device=config.device, name=config.name, revision=config.revision
+        )
+        if blocks:
+            from mteb_lrd.pruning.pruned import prune
+
+            model = prune(model, list(blocks), name=name, tokenizer=tokenizer)
+        wrapped = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, name=name,
+                                      revision=config.revision, cache_dir=cache_dir, **options)  # fmt: skip
+        wrapped.loaded_by = "mteb-lrd"
     cache = AtomicResultCache(config.results)
     result = mteb.evaluate(
         wrapped,

@@ -129,6 +129,8 @@ class LayerDynamicsModel(AbsEncoder):
         """Where per-layer retrieval searches run (the model's accelerator; ``None``: numpy on the CPU)."""
         self.calls: dict[CallKey, list[tuple[PromptType | None, list[TextKey]]]] = {}
         self.last_states_info: dict[str, Any] = {}
+        self.loaded_by: str | None = None
+        """Which loader loaded the model, when a run knows it (recorded with the layer dynamics)."""
         self.depth = 0
         self._warned: set[str] = set()
         self._current_task: str | None = None
@@ -190,6 +192,7 @@ class LayerDynamicsModel(AbsEncoder):
             self.calls.setdefault((name, hf_split, hf_subset), []).append((prompt_type, keys))
             template = self.extractor.template
             self.last_states_info = {
+                **({"loaded_by": self.loaded_by} if self.loaded_by is not None else {}),
                 "pooling": self.extractor.pooling,
                 "final_norm": self.extractor.final_norm,
                 **({"template": template} if template is not None else {}),
