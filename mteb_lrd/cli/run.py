@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray, unit_config
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.extraction.templates import resolve_template
@@ -20,6 +18,7 @@ from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 from mteb_lrd.integration.task_names import resolve_tasks
 from mteb_lrd.io import folder_bytes
 from mteb_lrd.models.loading import DEFAULT_MODEL
+from mteb_lrd.progress import Progress
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
 
@@ -185,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     models = args.model or [DEFAULT_MODEL]
     if args.executor == "ray":
         return run_on_ray(args, models, options)
-    for spec in tqdm(models, desc="models", disable=len(models) < 2, file=sys.stderr):
+    for spec in Progress(models, desc="models", unit="model", show=len(models) > 1 and sys.stderr.isatty()):
         print_summary(spec, evaluate_model(spec, tasks, args, options))
     print(f"results in {args.results}; `mteb-lrd report {args.results}` builds the leaderboard")
     return 0

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from mteb_lrd.dysem.representation_options import RepresentationOptions
 from mteb_lrd.dysem.store import RepresentationStore, text_key
@@ -27,6 +26,7 @@ from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, loca
 from mteb_lrd.extraction.identity import tokenizer_digest, weights_digest
 from mteb_lrd.extraction.loading import load_pretrained, resolve_device
 from mteb_lrd.keywords import options_or_keywords
+from mteb_lrd.progress import Progress
 
 __all__ = ["Component", "RepresentationExtractor", "COMPONENT_KINDS"]
 
@@ -268,7 +268,7 @@ class RepresentationExtractor:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = {c.key: np.empty((len(texts), self.hidden_size), dtype=np.float32) for c in components}
         starts = range(0, len(order), self.batch_size)
-        for start in tqdm(starts, desc="DySem forward", disable=not self.show_progress_bar):
+        for start in Progress(starts, desc="DySem forward", unit="batch", show=self.show_progress_bar):
             rows = order[start : start + self.batch_size]
             vectors = self._forward([texts[i] for i in rows], components)
             for key, value in vectors.items():

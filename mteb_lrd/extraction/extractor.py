@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
@@ -42,6 +41,7 @@ from mteb_lrd.extraction.pooling import (
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import content_key, texts_digest
 from mteb_lrd.keywords import options_or_keywords
+from mteb_lrd.progress import Progress
 
 __all__ = [
     "FINAL_NORMS",
@@ -294,7 +294,9 @@ class LayerExtractor:
             else ""
         )
         starts = range(0, len(sorted_texts), self.shard_size)
-        bar = tqdm(total=len(sorted_texts), desc="layers", unit="text", disable=not self.show_progress_bar)
+        bar: Progress[Any] = Progress(
+            total=len(sorted_texts), desc="layers", unit="text", show=self.show_progress_bar
+        )
         with bar, self._hidden_states_enabled(), self._truncation():
             for shard_index, start in enumerate(starts):
                 chunk = sorted_texts[start : start + self.shard_size]
@@ -340,7 +342,7 @@ class LayerExtractor:
             }
         )
 
-    def _run_shard(self, texts: list[str], prompt: str | None, bar: tqdm) -> dict[str, np.ndarray]:
+    def _run_shard(self, texts: list[str], prompt: str | None, bar: Progress[Any]) -> dict[str, np.ndarray]:
         layers, finals = [], []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]

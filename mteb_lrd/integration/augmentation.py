@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mteb.abstasks.abstask import AbsTask
-from tqdm.auto import tqdm
 
 from mteb_lrd import _compat
 from mteb_lrd.integration.layer_choice import choice_label
@@ -39,6 +37,7 @@ from mteb_lrd.integration.options import (
 from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.integration.store import release_freed_memory
 from mteb_lrd.io import to_jsonable
+from mteb_lrd.progress import Progress
 
 if TYPE_CHECKING:
     from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
@@ -156,12 +155,11 @@ def per_layer_scores(
 
     layers = wrapper.layers
     encode_kwargs = kwargs.get("encode_kwargs") or {}
-    bar = tqdm(
+    bar = Progress(
         layers,
         desc=f"{task.metadata.name}: per-layer scores",
         unit="layer",
-        disable=not encode_kwargs.get("show_progress_bar", False),
-        file=sys.stderr,
+        show=bool(encode_kwargs.get("show_progress_bar", False)),
     )
     scores = []
     rng_after = random_states(task) if rng_before is not None else {}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
 from mteb_lrd.integration.run_config import UnitConfig
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
+from mteb_lrd.progress import Progress
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
            "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
@@ -274,7 +274,6 @@ def run_units(
         import ray
     except ImportError as err:
         raise ImportError('the Ray executor needs Ray: pip install "mteb-lrd[ray]"') from err
-    from tqdm.auto import tqdm
 
     units = list(dict.fromkeys(units))
     config = _for_workers(config)
@@ -288,7 +287,7 @@ def run_units(
             outcomes[unit] = UnitOutcome(unit, "skipped", str(read_json(_ledger(config, unit))["path"]))
         else:
             todo.append(unit)
-    bar = tqdm(total=len(units), desc="units", file=sys.stderr, disable=not progress)
+    bar: Progress[Any] = Progress(total=len(units), desc="units", unit="unit", show=progress)
     for outcome in outcomes.values():
         _report(bar, outcome, progress)
     if todo:
@@ -337,7 +336,7 @@ def _for_workers(config: UnitConfig) -> UnitConfig:
     return replace(config, results=str(Path(config.results).resolve()), options=options)
 
 
-def _report(bar: Any, outcome: UnitOutcome, progress: bool) -> None:
+def _report(bar: Progress[Any], outcome: UnitOutcome, progress: bool) -> None:
     if progress:
-        bar.write(outcome.line(), file=sys.stdout)
+        bar.write(outcome.line())
     bar.update(1)

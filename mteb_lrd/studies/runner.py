@@ -30,6 +30,7 @@ from mteb_lrd.models.panel import PANEL
 from mteb_lrd.models.panel_install import prepare
 from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
+from mteb_lrd.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -321,24 +322,30 @@ def run_cells(
     template = resolve_template(decoder_template)  # a bad template fails before any model loads
     if not models or not tasks:
         raise ValueError("need at least one model and one task")
+    todo: list[tuple[str | StudyModel, list[str]]] = []
     for spec in models:
         label = spec.name if isinstance(spec, StudyModel) else Path(str(spec)).name
         recorded = {t: read_record(record_path(out_dir, label, t)) for t in tasks}
         _check_same_template(recorded, spec.template if isinstance(spec, StudyModel) else template, out_dir)
         missing = [t for t, record in recorded.items() if record is None]
-        if not missing:
+        if missing:
+            todo.append((spec, missing))
+        else:
             logger.info(f"{label}: all {len(tasks)} tasks recorded")
-            continue
-        model = (
-            spec
-            if isinstance(spec, StudyModel)
-            else load_study_model(str(spec), max_length=max_length, decoder_template=decoder_template)
-        )
-        for task_name in missing:
-            logger.info(f"{model.name} × {task_name}")
-            record = measure(model, task_name, tasks[task_name])
-            write_record(record_path(out_dir, model.name, task_name), record)
-            shutil.rmtree(scratch_path(out_dir, model.name, task_name), ignore_errors=True)
+    cells: Progress[Any] = Progress(total=sum(len(m) for _, m in todo), desc="study cells", unit="cell")
+    with cells:
+        for spec, missing in todo:
+            model = (
+                spec
+                if isinstance(spec, StudyModel)
+                else load_study_model(str(spec), max_length=max_length, decoder_template=decoder_template)
+            )
+            for task_name in missing:
+                logger.info(f"{model.name} × {task_name}")
+                record = measure(model, task_name, tasks[task_name])
+                write_record(record_path(out_dir, model.name, task_name), record)
+                shutil.rmtree(scratch_path(out_dir, model.name, task_name), ignore_errors=True)
+                cells.update(1)
     return Path(out_dir)
 
 
