@@ -175,3 +175,14 @@ def test_a_templated_run_is_an_experiment_beside_the_plain_run(tiny_model_dir, l
     assert "template" not in plain["layer_dynamics"] and plain["main_score"] != templated["main_score"]
     with pytest.raises(ValueError, match="exactly once"):
         _cli(["run", *common, "--template", "no slot"])
+
+
+def test_prune_without_output_labels_its_lines_with_the_model_not_a_temporary_folder(
+    tiny_st_dir, local_sts, tmp_path, capsys
+):
+    common = ["--local-task", f"{local_sts}=STS", "--results", tmp_path / "results", "--batch-size", 4]
+    assert _cli(["prune", "--model", tiny_st_dir, "--blocks", "1", *common]) == 0
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "\tmain=" in line]
+    assert line.startswith(f"{tiny_st_dir} without blocks [1]\ttinysts\tmain=")
+    assert "partial" not in out and "mteb-lrd-pruned" not in out

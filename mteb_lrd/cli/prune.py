@@ -172,8 +172,9 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"removed blocks {record['removed_blocks']} of {record['num_blocks']} (not saved: no --output)"
             )
-        if tasks is not None:
-            print_summary(str(staging), evaluate_model(str(staging), tasks, args, options))
+        if tasks is not None:  # lines labelled by what the user named: the saved folder, else the source
+            label = str(out) if out is not None else f"{args.model} without blocks {record['removed_blocks']}"
+            print_summary(label, evaluate_model(str(staging), tasks, args, options, label))
     finally:
         if out is None or staging != out:
             shutil.rmtree(staging, ignore_errors=True)

@@ -142,15 +142,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: dict) -> list:
+def evaluate_model(
+    spec: str, tasks: list, args: argparse.Namespace, options: dict, label: str | None = None
+) -> list:
     """Run one model on ``tasks`` with the wrapper (the step a Ray unit runs for one task); returns
-    mteb's task results."""
+    mteb's task results. ``label``: how the disk line names the model (default ``spec``)."""
     from mteb_lrd.integration.model_evaluation import evaluate_model as evaluate
 
     cache_dir, temporary = extraction_cache(spec, args)
     evaluated = evaluate(spec, tasks, unit_config(args, options), None if cache_dir is None else str(cache_dir),
                          progress=show_progress(args))  # fmt: skip
-    print(disk_line(spec, evaluated.wrapped, cache_dir))
+    print(disk_line(label or spec, evaluated.wrapped, cache_dir, temporary))
     if temporary and cache_dir is not None:  # every result is written: the vectors are not needed to resume
         shutil.rmtree(cache_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
@@ -158,9 +160,11 @@ def evaluate_model(spec: str, tasks: list, args: argparse.Namespace, options: di
     return evaluated.task_results
 
 
-def disk_line(what: str, wrapped: Any, cache_dir: Path | None) -> str:
-    """What a run put on disk: the spill's peak and the extraction cache's size."""
-    cache = f"{folder_bytes(cache_dir) / 2**20:.1f} MB in {cache_dir}" if cache_dir is not None else "off"
+def disk_line(what: str, wrapped: Any, cache_dir: Path | None, temporary: bool = False) -> str:
+    """What a run put on disk: the spill's peak and the extraction cache's size (a temporary cache,
+    removed once every result is written, is not named)."""
+    where = "temporary, removed" if temporary else f"in {cache_dir}"
+    cache = f"{folder_bytes(cache_dir) / 2**20:.1f} MB {where}" if cache_dir is not None else "off"
     return f"{what}	disk: spill peak {wrapped.peak_spill_bytes / 2**20:.1f} MB, extraction cache {cache}"
 
 
