@@ -168,7 +168,9 @@ def _from_pretrained(name: str, load: Any) -> Any:
             reason = "no such folder, and not a model id that could be loaded from huggingface.co" + (
                 offline if os.environ.get("HF_HUB_OFFLINE") else ""
             )
-        raise OSError(getattr(err, "errno", None), f"model {name!r}: {reason}; pass a model folder") from err
+        message = f"model {name!r}: {reason}; pass a model folder"
+        code = getattr(err, "errno", None)  # OSError(None, text) would print as "[Errno None] text"
+        raise (OSError(code, message) if code is not None else OSError(message)) from err
 
 
 def load_pretrained(
