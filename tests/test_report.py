@@ -308,6 +308,31 @@ def test_every_figure_has_labelled_axes(results):
     assert any("[rad]" in u for u in units) and any("[1/rad]" in u for u in units)
 
 
+def test_a_variant_has_one_colour_in_every_figure_of_a_page(results):
+    """The page's palette is assigned once: the pruned variant's colour in the base-vs-pruned
+    figure (which draws two lines) is its colour in the all-models figure (which draws four)."""
+    from mteb_lrd.report.plots import variant_colours
+
+    variants = load_variants(results)
+    colours = variant_colours(variants)
+    pruned = next(v for v in variants if v.experiment)
+    group = [v for v in variants if v.model == pruned.model]
+    everyone = per_layer_figure(variants, ["A", "B"], colours)
+    base_vs_pruned = pruning_figure(group, ["A", "B"], colours)
+    overlay = profiles_overlay_figure(group, "A", relative=False, colours=colours)
+
+    def colour_of(figure, match):
+        found = {tuple(line.get_color()) for axis in figure.axes for line in axis.get_lines() if match(line)}
+        assert len(found) == 1, found
+        return found.pop()
+
+    expected = tuple(colours[(pruned.model, pruned.revision, pruned.experiment)])
+    assert colour_of(everyone, lambda line: line.get_label() == point_label(pruned)) == expected
+    assert colour_of(base_vs_pruned, lambda line: line.get_linestyle() == "--") == expected
+    assert colour_of(overlay, lambda line: line.get_linestyle() == "--") == expected
+    assert len(set(map(tuple, colours.values()))) == len(variants)  # one colour each
+
+
 def test_per_layer_overlay_draws_every_variant_on_relative_depth(results):
     variants = load_variants(results)
     figure = per_layer_figure(variants, ["A", "B"])

@@ -117,25 +117,31 @@ def _provenance(folder: ResultsFolder, tasks: Table) -> dict[str, str]:
 
 
 def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[tuple[EmbeddedFigure, Path]]:
+    colours = plots.variant_colours(variants)  # one colour per variant on the whole page
     drawn: list[tuple[str, str, str, Any]] = [
         ("Per-layer scores", "All models and variants (relative depth)", "per_layer_scores.png",
-         plots.per_layer_figure(variants, tasks)),
+         plots.per_layer_figure(variants, tasks, colours)),
     ]  # fmt: skip
     groups: dict[str, list[ModelVariant]] = {}
     for variant in variants:
         groups.setdefault(variant.model, []).append(variant)
     for task in tasks:
         drawn.append(("LRD profiles, model vs model", f"{task} (relative depth)",
-                      f"profiles_{_slug(task)}.png", plots.profiles_overlay_figure(variants, task, relative=True)))  # fmt: skip
+                      f"profiles_{_slug(task)}.png", plots.profiles_overlay_figure(variants, task, relative=True, colours=colours)))  # fmt: skip
     for model, group in groups.items():
         drawn.append(
-            ("Base vs pruned", model, f"pruning_{_slug(model)}.png", plots.pruning_figure(group, tasks))
+            (
+                "Base vs pruned",
+                model,
+                f"pruning_{_slug(model)}.png",
+                plots.pruning_figure(group, tasks, colours),
+            )
         )
         if any(v.removed_blocks for v in group):
             for task in tasks:
                 drawn.append(("Base vs pruned", f"{model}: layer profiles on {task}",
                               f"pruning_profiles_{_slug(model)}_{_slug(task)}.png",
-                              plots.profiles_overlay_figure(group, task, relative=False)))  # fmt: skip
+                              plots.profiles_overlay_figure(group, task, relative=False, colours=colours)))  # fmt: skip
     drawn.append(
         (
             "d0L vs score",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,27 @@ def _colours(count: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(count)]
 
 
+VariantKey = tuple[str, str, str | None]
+"""``(model, revision, experiment)``: one model or variant, whatever figure draws it."""
+
+
+def variant_key(variant: ModelVariant) -> VariantKey:
+    """The key :func:`variant_colours` gives each model or variant its colour under."""
+    return (variant.model, variant.revision, variant.experiment)
+
+
+def variant_colours(variants: Sequence[ModelVariant]) -> dict[VariantKey, Any]:
+    """One colour per model or variant, assigned once for a page, so that a variant has the same
+    colour in every figure whatever else the figure draws."""
+    return dict(zip(map(variant_key, variants), _colours(len(variants)), strict=True))
+
+
+def _palette(drawn: Sequence[ModelVariant], colours: Mapping[VariantKey, Any] | None) -> list[Any]:
+    """The colours of ``drawn``, in order: from the page's ``colours``, else assigned here."""
+    page = colours if colours is not None else variant_colours(drawn)
+    return [page[variant_key(v)] for v in drawn]
+
+
 def panel_grid(
     count: int, width: float, height: float, legend_right: bool = False
 ) -> tuple[Figure, list[Any]]:
@@ -130,7 +151,11 @@ def _curve(variant: ModelVariant, task: str) -> tuple[np.ndarray, np.ndarray, in
     return variant.original_layers(num_states)[states], curve * 100, variant.base_num_blocks(num_states)
 
 
-def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
+def per_layer_figure(
+    variants: Sequence[ModelVariant],
+    tasks: Sequence[str],
+    colours: Mapping[VariantKey, Any] | None = None,
+) -> Figure | None:
     """Per-layer main score of every model and variant, overlaid: one panel per task.
 
     x is the relative depth in the base model (so models of different depth share an axis and a
@@ -140,9 +165,9 @@ def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> 
     if not tasks:
         return None
     figure, axes = panel_grid(len(tasks), 5.2, 3.8, legend_right=True)
-    colours = _colours(len(variants))
+    palette = _palette(variants, colours)
     for axis, task in zip(axes, tasks, strict=True):
-        for colour, variant in zip(colours, variants, strict=True):
+        for colour, variant in zip(palette, variants, strict=True):
             curve = _curve(variant, task)
             if curve is None:
                 continue
@@ -180,7 +205,9 @@ def per_layer_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> 
     return figure
 
 
-def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure | None:
+def pruning_figure(
+    group: Sequence[ModelVariant], tasks: Sequence[str], colours: Mapping[VariantKey, Any] | None = None
+) -> Figure | None:
     """A model and its pruned variants on the base model's layer index, removed blocks marked.
 
     Each removed block ``b`` of a variant is a shaded band (``gid`` ``removed:<label>:<b>``) centred
@@ -193,11 +220,11 @@ def pruning_figure(group: Sequence[ModelVariant], tasks: Sequence[str]) -> Figur
         return None
     ordered = [v for v in group if not v.removed_blocks] + pruned
     figure, axes = panel_grid(len(tasks), 6.0, 4.0)
-    colours = _colours(len(ordered))
+    palette = _palette(ordered, colours)
     num_blocks = 0
     for axis, task in zip(axes, tasks, strict=True):
         top = blended_transform_factory(axis.transData, axis.transAxes)
-        for rank, (colour, variant) in enumerate(zip(colours, ordered, strict=True)):
+        for rank, (colour, variant) in enumerate(zip(palette, ordered, strict=True)):
             curve = _curve(variant, task)
             if curve is None:
                 continue
@@ -428,7 +455,12 @@ def _task_profiles(variant: ModelVariant, task: str) -> tuple[list[Any], list[An
     return profiles, bands, variant.base_num_blocks(num_states)
 
 
-def profiles_overlay_figure(variants: Sequence[ModelVariant], task: str, relative: bool) -> Figure | None:
+def profiles_overlay_figure(
+    variants: Sequence[ModelVariant],
+    task: str,
+    relative: bool,
+    colours: Mapping[VariantKey, Any] | None = None,
+) -> Figure | None:
     """The layer profiles of several models / variants on one task, overlaid, with bootstrap bands.
 
     Args:
@@ -454,7 +486,8 @@ def profiles_overlay_figure(variants: Sequence[ModelVariant], task: str, relativ
         axis.grid(alpha=0.3)
         if not relative:
             axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-    for colour, (variant, (profiles, bands, blocks)) in zip(_colours(len(drawn)), drawn, strict=True):
+    palette = _palette([variant for variant, _ in drawn], colours)
+    for colour, (variant, (profiles, bands, blocks)) in zip(palette, drawn, strict=True):
         scale = 1.0 / max(blocks, 1) if relative else 1.0
         style = "--" if variant.experiment else "-"
         for axis, profile, band in zip(axes, profiles, bands, strict=True):
