@@ -154,6 +154,9 @@ def measure_selection_cell(
         "caps": {"frenet": caps.frenet, "nrs": caps.nrs, "gfmi": caps.gfmi},
         "text_order": options.text_order,
         "reproduce": options.reproduce,
+        # scores that read an uninformative state: null under ours, as computed under the authors'
+        "undefined_states": "null" if options.reproduce == "ours" else "as computed",
+        "undefined": result.undefined if options.reproduce == "ours" else {},
         "prompt": prompt,
         "extraction": cell.dynamics.extraction,
         "lrd_params": result.params,

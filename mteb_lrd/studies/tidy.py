@@ -66,6 +66,9 @@ def _selection_rows(rec: Mapping[str, Any], study: str, scores: Mapping[str, flo
                "text_order": rec.get("text_order"), "main_score_name": rec.get("main_score_name")}  # fmt: skip
     if "max_length" in rec["model"]:  # the truncation, as recorded (None: the model's own limit)
         options["max_length"] = rec["model"]["max_length"]
+    if "undefined_states" in rec:  # recorded since uninformative states give no number
+        options["undefined_states"] = rec["undefined_states"]
+        options["undefined"] = rec.get("undefined") or {}
     common = _common(rec, study, options)
     seed = (rec.get("lrd_params") or {}).get("seed")
     rows = [{**common, "row": "score", "score": "main_score", "value": rec["main_score"], "seed": seed}]
@@ -123,9 +126,10 @@ def _cell(rows: list[dict[str, Any]]) -> dict[str, Any]:
     model = {"name": first["model"], **{k: first[k] for k in _MODEL_KEYS}}
     if "max_length" in options:  # recorded since tidy files keep the truncation
         model["max_length"] = options["max_length"]
+    extra = {k: options[k] for k in ("undefined_states", "undefined") if k in options}
     rec: dict[str, Any] = {"model": model, "task": first["task"], "n_texts": first["n_texts"],
                            "reproduce": options.get("reproduce") or "ours", "caps": options.get("caps"),
-                           "main_score_name": options.get("main_score_name")}  # fmt: skip
+                           "main_score_name": options.get("main_score_name"), **extra}  # fmt: skip
     if any(r["row"] == "base" for r in rows):
         rec["base_score"] = next(r["value"] for r in rows if r["row"] == "base")
         rec["choices"] = [{"method": r["method"], "budget": r["budget"], "seed": r["seed"], "delta": r["value"],
