@@ -688,3 +688,18 @@ def test_provenance_states_how_the_numbers_were_made(report, tmp_path):
     demo.write_text(demo.with_name("A.json").read_text().replace('"A"', '"LocalSTS12"'))
     written = write_report(results, tmp_path / "with-local")
     assert "MSRvid part (750 pairs) is missing" in written["html"].read_text()
+
+
+def test_the_pages_leaderboard_puts_the_headline_columns_before_the_tasks(report):
+    """On the page the model-level columns follow Model and Variant, so they are on screen however
+    many task columns there are; the Markdown / CSV exports keep their order."""
+    import re
+
+    _, paths = report
+    page = paths["html"].read_text()
+    first_table = page[page.index("<h2>Leaderboard</h2>") :].split("</thead>")[0]
+    heads = re.findall(r"<th>(.*?)</th>", first_table)
+    assert heads[:3] == ["Model", "Variant", "Mean"]
+    assert heads.index("d0L [rad]") < heads.index("A") < heads.index("B") < heads.index("Revision")
+    assert 'class="board"' in first_table
+    assert "| Model | Variant | Revision | A | B |" in paths["markdown"].read_text()

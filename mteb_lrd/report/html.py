@@ -6,12 +6,12 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mteb_lrd.integration.results import UnreadableResult
 from mteb_lrd.report.tables import Table, format_cell
 
-__all__ = ["VARIANTS_NOTE", "EmbeddedFigure", "Page", "render_html"]
+__all__ = ["HEADLINE_LEAD", "VARIANTS_NOTE", "EmbeddedFigure", "Page", "headline_order", "render_html"]
 
 VARIANTS_NOTE = (
     "mteb's own BenchmarkResults.to_dataframe() keys rows by model name: a base model and its pruned "
@@ -34,7 +34,13 @@ div.warning code { word-break: break-all; }
 table.provenance th { text-align: left; position: static; }
 table.provenance td { white-space: normal; }
 .scroll { overflow-x: auto; }
+table.board th { white-space: normal; max-width: 9em; vertical-align: bottom; }
+table.board td:first-child, table.board th:first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
+table.board th:first-child { background: #f0f0f0; z-index: 2; }
 """
+
+HEADLINE_LEAD = 2
+"""Leading leaderboard columns kept in place on the page: ``Model`` and ``Variant``."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,20 @@ class Page:
     notes: Sequence[str] = ()
 
 
-def _table(table: Table, numeric_from: int, group_rows: bool) -> str:
+def headline_order(table: Table) -> Table:
+    """The leaderboard as the page shows it: after ``Model`` and ``Variant`` the model-level columns
+    (``Mean``, best layer, the LRD scores), then the task columns, ``Tasks`` and ``Revision``, so that
+    the headline numbers are on screen however many tasks there are."""
+    lead = table.columns[:HEADLINE_LEAD]
+    tail = [*table.tasks, "Tasks", "Revision"]
+    model_level = [c for c in table.columns if c not in lead and c not in tail]
+    order = [table.columns.index(c) for c in [*lead, *model_level, *(c for c in tail if c in table.columns)]]
+    return replace(
+        table, columns=[table.columns[i] for i in order], rows=[[row[i] for i in order] for row in table.rows]
+    )
+
+
+def _table(table: Table, numeric_from: int, group_rows: bool, css: str = "") -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
     groups: list[list[str]] = []
     previous = None
@@ -75,11 +94,12 @@ def _table(table: Table, numeric_from: int, group_rows: bool) -> str:
         group = table.groups[index]
         if not groups or group != previous or not group_rows:
             groups.append([])
-        css = ' class="variant"' if groups[-1] else ""
-        groups[-1].append(f"<tr{css}>{cells}</tr>")
+        row_class = ' class="variant"' if groups[-1] else ""
+        groups[-1].append(f"<tr{row_class}>{cells}</tr>")
         previous = group
     body = "".join(f'<tbody class="group">{"".join(rows)}</tbody>' for rows in groups)
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead>{body}</table></div>'
+    attribute = f' class="{css}"' if css else ""
+    return f'<div class="scroll"><table{attribute}><thead><tr>{head}</tr></thead>{body}</table></div>'
 
 
 def _download(name: str, text: str) -> str:
@@ -109,7 +129,7 @@ def render_html(page: Page) -> str:
     )
     parts.append("<h2>Leaderboard</h2>")
     parts.extend(f'<p class="note">{html.escape(note)}</p>' for note in page.notes)
-    parts.append(_table(page.leaderboard, 3, group_rows=True))
+    parts.append(_table(headline_order(page.leaderboard), HEADLINE_LEAD, group_rows=True, css="board"))
     if page.downloads:
         parts.append(
             "<p>Download the tables: "
