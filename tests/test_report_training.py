@@ -29,7 +29,11 @@ def test_the_csv_gives_steps_scores_and_layer_curves(tmp_path):
     visible = [axis for axis in fig.axes if axis.get_visible()]
     assert len(visible) == 4
     d0l = visible[0]
-    assert d0l.get_xlabel() == "training step" and d0l.get_ylabel() == "frenet_d0L"
+    assert d0l.get_xlabel() == "training step"
+    assert d0l.get_ylabel() == "d0L: Frenet end-to-end displacement [rad]"
+    # the range under the name, so a small change reads as small on an autoscaled axis
+    assert d0l.get_title() == f"{d0l.get_ylabel()}\nrange 1.5–1.9 (Δ 0.4, 26.7 % of the start)"
+    assert visible[1].get_title().startswith("NRS mean Jaccard retention\nrange ")
     np.testing.assert_array_equal(d0l.lines[0].get_ydata(), [1.5, 1.7, 1.9])
     curves = visible[3].lines
     assert len(curves) == 3 and visible[3].get_xlabel() == "hidden state h_l"
@@ -88,3 +92,12 @@ def test_the_cli_writes_the_figure(tmp_path, capsys):
     assert main(["report", "--training", str(path), "--out", str(tmp_path / "out")]) == 0
     figure = tmp_path / "out" / "training.png"
     assert capsys.readouterr().out.strip() == str(figure) and figure.stat().st_size > 5000
+
+
+def test_score_names_and_range_notes_by_hand():
+    from mteb_lrd.report.training import range_note, score_name
+
+    assert score_name("gfmi_mean_auc") == "GFMI mean AUC [nats × percentile]"
+    assert score_name("nrs_late_jaccard") == "NRS late jaccard"
+    assert range_note(np.array([11.0, 11.12, 11.05])) == "range 11–11.12 (Δ 0.12, 1.1 % of the start)"
+    assert range_note(np.array([np.nan, np.nan])) == "undefined at every evaluation"

@@ -15,10 +15,51 @@ from matplotlib.figure import Figure
 
 from mteb_lrd.report.plots import save_png
 
-__all__ = ["TrainingLog", "read_training_log", "training_figure", "write_training_figure"]
+__all__ = [
+    "SCORE_NAMES",
+    "TrainingLog",
+    "range_note",
+    "read_training_log",
+    "score_name",
+    "training_figure",
+    "write_training_figure",
+]
 
 _KEY = re.compile(r"(?:^|_)((?:frenet|nrs|gfmi)_\w+|spearman_cosine(?:_h\d+)?)$")
 _LAYER = re.compile(r"^spearman_cosine_h(\d+)$")
+
+SCORE_NAMES: dict[str, str] = {
+    "frenet_d0L": "d0L: Frenet end-to-end displacement [rad]",
+    "frenet_total_arc_length": "Frenet arc length [rad]",
+    "frenet_mean_speed": "Frenet mean speed [rad]",
+    "frenet_mean_curvature": "Frenet mean curvature [1/rad]",
+    "nrs_mean_jaccard": "NRS mean Jaccard retention",
+    "nrs_jaccard_first_last": "NRS first→last Jaccard retention",
+    "gfmi_mean_auc": "GFMI mean AUC [nats × percentile]",
+    "spearman_cosine": "STS Spearman ρ (cosine vs gold)",
+}
+"""The papers' names of the logged scores, with units, for titles and axes."""
+
+_FAMILIES = {"frenet": "Frenet", "nrs": "NRS", "gfmi": "GFMI"}
+
+
+def score_name(key: str) -> str:
+    """A logged score's name as the papers write it, with its unit where it has one."""
+    if key in SCORE_NAMES:
+        return SCORE_NAMES[key]
+    family, _, rest = key.partition("_")
+    return f"{_FAMILIES.get(family, family)} {rest.replace('_', ' ')}".strip()
+
+
+def range_note(values: np.ndarray) -> str:
+    """How far a score moved over the run, so a small change reads as small whatever the autoscaled
+    axis: ``"range 11.00–11.12 (Δ 0.12, 1.1 % of the start)"``."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return "undefined at every evaluation"
+    low, high = float(finite.min()), float(finite.max())
+    share = f", {100 * (high - low) / abs(finite[0]):.1f} % of the start" if finite[0] else ""
+    return f"range {low:.4g}–{high:.4g} (Δ {high - low:.3g}{share})"
 
 
 @dataclass(frozen=True)
@@ -97,9 +138,11 @@ def training_figure(log: TrainingLog, title: str = "Layer dynamics during traini
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for axis, (name, values) in zip(axes, log.scores.items(), strict=False):
         axis.plot(log.steps, values, marker="o", ms=3)
-        axis.set_xlabel(log.step_label)
-        axis.set_ylabel(name)
-        axis.set_title(name, fontsize=9)
+        axis.set_xlabel(log.step_label, fontsize=9)
+        axis.set_ylabel(score_name(name), fontsize=8)
+        axis.set_title(
+            f"{score_name(name)}\n{range_note(values)}", fontsize=9
+        )  # the range: small moves read small
         axis.grid(alpha=0.3)
     if log.layers is not None:
         axis = axes[len(log.scores)]
