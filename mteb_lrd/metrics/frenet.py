@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
 
@@ -178,7 +179,9 @@ _SUMMARY_KEYS = (
 """The summaries of :meth:`FrenetResult.summary` besides ``rank``, in its order."""
 
 
-def frenet(states: object, rank: int | None = None, var_threshold: float = 0.95) -> FrenetResult:
+def frenet(
+    states: object, rank: int | None = None, var_threshold: float = MetricParams.var_threshold
+) -> FrenetResult:
     """Grassmann speed, Menger curvature and end-to-end displacement of the top-r principal subspaces.
 
     Args:
@@ -195,7 +198,10 @@ def frenet(states: object, rank: int | None = None, var_threshold: float = 0.95)
 
 
 def frenet_on_unit_rows(
-    x: np.ndarray, rank: int | None = None, var_threshold: float = 0.95, n_dropped: int = 0
+    x: np.ndarray,
+    rank: int | None = None,
+    var_threshold: float = MetricParams.var_threshold,
+    n_dropped: int = 0,
 ) -> FrenetResult:
     """:func:`frenet` on rows already validated and L2-normalised (see :func:`prepare_states`)."""
     _checked_rank(rank, var_threshold)
@@ -231,7 +237,7 @@ def frenet_by_layer(
     read_layer: Callable[[int], np.ndarray],
     num_states: int,
     rank: int | None = None,
-    var_threshold: float = 0.95,
+    var_threshold: float = MetricParams.var_threshold,
 ) -> FrenetResult:
     """:func:`frenet` reading one hidden state at a time: one layer's rows and three subspace bases
     are held, not every layer's rows and directions (at 33 states x 1,000 texts x d = 4,096 that

@@ -15,6 +15,7 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from mteb_lrd.metrics.informative import first_informative, neighbour_reason
 from mteb_lrd.metrics.knn import knn, resolve_backend
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
 
@@ -215,7 +216,9 @@ def _validate_percentiles(percentiles: object) -> np.ndarray:
     return p
 
 
-def gfmi(states: object, k: int = 30, percentiles: object = None, backend: str = "auto") -> GFMIResult:
+def gfmi(
+    states: object, k: int = MetricParams.gfmi_k, percentiles: object = None, backend: str = "auto"
+) -> GFMIResult:
     """Graph-filtration mutual information of every layer with the final layer.
 
     Args:
@@ -239,7 +242,7 @@ def gfmi(states: object, k: int = 30, percentiles: object = None, backend: str =
 def gfmi_by_layer(
     read_layer: Callable[[int], np.ndarray],
     num_states: int,
-    k: int = 30,
+    k: int = MetricParams.gfmi_k,
     percentiles: object = None,
     backend: str = "auto",
 ) -> GFMIResult:

@@ -16,6 +16,7 @@ import numpy as np
 from mteb_lrd.metrics.bootstrap import Interval, bootstrap_mean
 from mteb_lrd.metrics.informative import first_informative, neighbour_reason, touches
 from mteb_lrd.metrics.knn import knn, resolve_backend
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import safe_mean, third
 
@@ -157,7 +158,11 @@ def build_nrs_result(
 
 
 def nrs(
-    states: object, k: int = 20, n_anchors: int = 500, seed: int = 42, backend: str = "auto"
+    states: object,
+    k: int = MetricParams.nrs_k,
+    n_anchors: int = MetricParams.n_anchors,
+    seed: int = 42,
+    backend: str = "auto",
 ) -> NRSResult:
     """Neighbourhood Retention Score between adjacent layers.
 
@@ -184,8 +189,8 @@ def nrs(
 def nrs_by_layer(
     read_layer: Callable[[int], np.ndarray],
     num_states: int,
-    k: int = 20,
-    n_anchors: int = 500,
+    k: int = MetricParams.nrs_k,
+    n_anchors: int = MetricParams.n_anchors,
     seed: int = 42,
     backend: str = "auto",
 ) -> NRSResult:
