@@ -1,6 +1,8 @@
 """The paper's two studies on an offline model panel: label-free model selection and layer pruning.
 
-``panel`` (six real models from PyPI), ``tasks`` (the study task set), ``runner`` (one resumable
-cell runner for both studies), ``selection`` / ``pruning`` (what a cell measures),
-``selection_analysis`` / ``pruning_analysis`` (statistics over cells) and ``statistics``.
+``tasks`` (the study task set), ``runner`` (one resumable cell runner for both studies),
+``selection`` / ``pruning`` (what a cell measures), ``selection_analysis`` / ``pruning_analysis``
+(statistics over cells), ``exhaustive_reference`` and ``tidy`` (the committed records). The model
+panel (nine real models from PyPI) is :mod:`mteb_lrd.models.panel`; the statistics are
+:mod:`mteb_lrd.metrics.statistics` and :mod:`mteb_lrd.metrics.permutation`.
 """
