@@ -18,16 +18,19 @@ reason; model-level summaries start at the first informative state (``first_stat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
     "ONE_VECTOR",
     "SPREAD_TOL",
+    "RowCheck",
     "first_informative",
     "neighbour_reason",
     "rank_reason",
     "reasons_by_state",
+    "row_check",
     "spread_rank",
     "touches",
 ]
@@ -52,9 +55,34 @@ def spread_rank(variances: np.ndarray, n: int) -> int:
     return int(np.count_nonzero(values > n * SPREAD_TOL**2))
 
 
-def _is_one_vector(rows: np.ndarray) -> bool:
-    centred = rows.astype(np.float64) - rows.astype(np.float64).mean(axis=0)
-    return bool(np.sqrt(np.einsum("nd,nd->", centred, centred) / max(len(rows), 1)) <= SPREAD_TOL)
+@dataclass(frozen=True)
+class RowCheck:
+    """What the neighbour scores need to know of one state's L2-normalised rows.
+
+    Attributes:
+        one_vector: the rows spread by at most :data:`SPREAD_TOL` (RMS distance to their mean).
+        distinct: how many distinct rows there are.
+    """
+
+    one_vector: bool
+    distinct: int
+
+    def neighbour_reason(self, k: int) -> str | None:
+        """Why these rows cannot give k-nearest-neighbour lists (``None``: they can)."""
+        if self.one_vector:
+            return ONE_VECTOR
+        return None if self.distinct > k else f"{self.distinct} distinct vectors, fewer than k + 1 = {k + 1}"
+
+
+def row_check(rows: np.ndarray) -> RowCheck:
+    """:class:`RowCheck` of ``(N, d)`` L2-normalised rows, in O(N d) float32 work: the spread as
+    the root-mean-square distance to the mean (float32 rounding of identical unit rows leaves it
+    near 1e-8, far below :data:`SPREAD_TOL`), distinct rows counted by their projection on a fixed
+    random direction (equal rows project equally, distinct ones almost surely not)."""
+    centred = rows - np.asarray(rows.mean(axis=0, dtype=np.float64), dtype=rows.dtype)
+    spread = float(np.sqrt(np.einsum("nd,nd->", centred, centred) / max(len(rows), 1)))
+    direction = np.asarray(np.random.default_rng(0).standard_normal(rows.shape[1]), dtype=rows.dtype)
+    return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(rows @ direction).size))
 
 
 def rank_reason(rank: int, needed: int) -> str | None:
@@ -66,13 +94,7 @@ def rank_reason(rank: int, needed: int) -> str | None:
 
 def neighbour_reason(rows: np.ndarray, k: int) -> str | None:
     """Why ``rows`` (one state's L2-normalised rows) cannot give k-nearest-neighbour lists (``None``: they can)."""
-    if _is_one_vector(rows):
-        return ONE_VECTOR
-    # distinct rows by their projection on a fixed random direction: equal rows project equally,
-    # distinct ones (almost surely) not; O(N d) instead of a lexicographic sort of the rows
-    direction = np.random.default_rng(0).standard_normal(rows.shape[1])
-    distinct = int(np.unique(rows.astype(np.float64) @ direction).size)
-    return None if distinct > k else f"{distinct} distinct vectors, fewer than k + 1 = {k + 1}"
+    return row_check(rows).neighbour_reason(k)
 
 
 def first_informative(undefined: Mapping[int, str], num_states: int) -> int | None:

@@ -16,7 +16,7 @@ from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
-from mteb_lrd.metrics.informative import reasons_by_state
+from mteb_lrd.metrics.informative import reasons_by_state, row_check
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result, neighbour_reasons
 from mteb_lrd.metrics.params import MetricParams
@@ -155,17 +155,18 @@ def lrd(
     n = x.shape[1]
     frenet_result = frenet_on_unit_rows(x, rank, var_threshold, n_dropped=prepared.n_dropped)
     anchors = anchor_ids(n, n_anchors, seed)
-    anchor_neighbours, components = [], []
+    anchor_neighbours, components, checks = [], [], []
     for layer in x:
+        checks.append(row_check(layer))
         sims, idx = knn(layer, k_max, backend=backend)
         anchor_neighbours.append(idx[anchors, :nrs_k])
         components.append(
             filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
         )
     nrs_result = build_nrs_result(
-        np.stack(anchor_neighbours), neighbour_reasons(x, int(nrs_k)), int(nrs_k), n, prepared.n_dropped
+        np.stack(anchor_neighbours), neighbour_reasons(checks, int(nrs_k)), int(nrs_k), n, prepared.n_dropped
     )
-    gfmi_undefined = neighbour_reasons(x, int(gfmi_k))
+    gfmi_undefined = neighbour_reasons(checks, int(gfmi_k))
     gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped, gfmi_undefined)
     recorded = {
         "rank": rank,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from mteb_lrd.metrics.bootstrap import Interval, bootstrap_mean
-from mteb_lrd.metrics.informative import first_informative, neighbour_reason, touches
+from mteb_lrd.metrics.informative import RowCheck, first_informative, neighbour_reason, row_check, touches
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
@@ -127,9 +127,10 @@ def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Inte
     return per_anchor.mean(axis=1), first_last, interval
 
 
-def neighbour_reasons(layers: Iterable[np.ndarray], k: int) -> dict[int, str]:
-    """The states of ``layers`` (L2-normalised rows, in state order) that cannot give k-NN lists, and why."""
-    found = ((state, neighbour_reason(rows, k)) for state, rows in enumerate(layers))
+def neighbour_reasons(checks: Iterable[RowCheck], k: int) -> dict[int, str]:
+    """The states (their :func:`~mteb_lrd.metrics.informative.row_check`, in state order) that cannot
+    give k-NN lists, and why."""
+    found = ((state, check.neighbour_reason(k)) for state, check in enumerate(checks))
     return {state: why for state, why in found if why is not None}
 
 
@@ -183,7 +184,8 @@ def nrs(
     x = prepared.x
     anchors = anchor_ids(x.shape[1], n_anchors, seed)
     neighbours = np.stack([knn(layer, k, anchors, backend)[1] for layer in x])
-    return build_nrs_result(neighbours, neighbour_reasons(x, k), k, x.shape[1], prepared.n_dropped)
+    undefined = neighbour_reasons(map(row_check, x), k)
+    return build_nrs_result(neighbours, undefined, k, x.shape[1], prepared.n_dropped)
 
 
 def nrs_by_layer(
