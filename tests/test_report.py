@@ -703,3 +703,15 @@ def test_the_pages_leaderboard_puts_the_headline_columns_before_the_tasks(report
     assert heads.index("d0L [rad]") < heads.index("A") < heads.index("B") < heads.index("Revision")
     assert 'class="board"' in first_table
     assert "| Model | Variant | Revision | A | B |" in paths["markdown"].read_text()
+
+
+def test_figure_headings_name_variants_as_the_table_does(report):
+    """A pruned variant is "removed [1, 2] of 4, rule=gfmi" in the figure headings, as in the
+    leaderboard, never its raw experiment folder name."""
+    import re
+
+    _, paths = report
+    page = paths["html"].read_text()
+    headings = re.findall(r"<h3>(.*?)</h3>", page)
+    assert "org/a (removed [1, 2] of 4, rule=gfmi)" in headings
+    assert not any(PRUNED in heading for heading in headings)

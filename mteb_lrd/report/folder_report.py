@@ -16,7 +16,14 @@ from mteb_lrd.integration.shared_tasks import namesake_note
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.report import plots
 from mteb_lrd.report.html import VARIANTS_NOTE, EmbeddedFigure, Page, render_html
-from mteb_lrd.report.tables import Table, leaderboard, order_variants, task_table, to_markdown
+from mteb_lrd.report.tables import (
+    Table,
+    leaderboard,
+    order_variants,
+    task_table,
+    to_markdown,
+    variant_description,
+)
 
 __all__ = ["write_report"]
 
@@ -154,7 +161,7 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
         drawn.append(
             (
                 "Layer profiles",
-                variant.label,
+                f"{variant.model} ({variant_description(variant)})",
                 f"profile_{_slug(variant.label)}.png",
                 plots.profile_figure(variant),
             )

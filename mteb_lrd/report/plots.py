@@ -24,6 +24,7 @@ from scipy import stats
 from mteb_lrd.integration.results import ModelVariant, entry_states
 from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.comparison import mean_over, shared_tasks
+from mteb_lrd.report.tables import variant_description
 
 __all__ = [
     "MIN_SCATTER_POINTS",
@@ -126,7 +127,7 @@ def point_label(variant: ModelVariant) -> str:
     name = variant.model.split("/")[-1]
     if variant.removed_blocks:
         return f"{name} −{variant.removed_blocks}"
-    return name if variant.experiment is None else f"{name} [{variant.experiment}]"
+    return name if variant.experiment is None else f"{name} [{variant_description(variant)}]"
 
 
 def _score_label(variants: Sequence[ModelVariant], task: str) -> str:
@@ -411,7 +412,9 @@ def profile_figure(variant: ModelVariant) -> Figure | None:
             axis.legend(fontsize=7, loc="best")
     removed = f"\nshaded: removed blocks {variant.removed_blocks}" if variant.removed_blocks else ""
     figure.suptitle(
-        f"{variant.label}: layer profiles (transitions drawn between the two layers){removed}", fontsize=10
+        f"{variant.model} ({variant_description(variant)}): layer profiles (transitions drawn between the two "
+        f"layers){removed}",
+        fontsize=10,
     )
     return figure
 
