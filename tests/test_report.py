@@ -715,3 +715,17 @@ def test_figure_headings_name_variants_as_the_table_does(report):
     headings = re.findall(r"<h3>(.*?)</h3>", page)
     assert "org/a (removed [1, 2] of 4, rule=gfmi)" in headings
     assert not any(PRUNED in heading for heading in headings)
+
+
+def test_parameter_sets_that_differ_only_in_the_backend_are_shown_once(results, tmp_path):
+    """``auto`` resolved to ``faiss-cpu`` in one file and recorded as ``auto`` in another: one set,
+    its backends listed."""
+    for number, path in enumerate(sorted((results / "results").rglob("A.json"))):
+        data = json.loads(path.read_text())
+        for row in data["scores"]["test"]:
+            row["layer_dynamics"]["params"]["backend"] = "auto" if number % 2 else "faiss-cpu"
+        path.write_text(json.dumps(data))
+    page = write_report(results, tmp_path / "report")["html"].read_text()
+    line = page[page.index("<th>LRD parameters</th>") :].split("</tr>")[0]
+    assert line.count("seed 42, nrs_k 20, gfmi_k 30") == 1
+    assert "kNN backend auto / faiss-cpu" in line

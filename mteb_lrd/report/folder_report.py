@@ -58,6 +58,24 @@ def _distinct(entries: Sequence[dict[str, Any]], read: Any) -> str:
     return "; ".join(values) if values else "not recorded"
 
 
+_PARAMETERS = ("seed", "rank", "var_threshold", "nrs_k", "n_anchors", "gfmi_k")
+
+
+def _parameters(entries: Sequence[dict[str, Any]], joined: Any) -> str:
+    """The distinct LRD parameter sets, each once with the kNN backends it ran on: sets that differ
+    only in the backend (``auto`` resolved to ``faiss-cpu``, say) compute the same numbers."""
+    backends: dict[str, set[str]] = {}
+    for entry in entries:
+        params = entry.get("params") or {}
+        if text := joined(params, _PARAMETERS):
+            backends.setdefault(text, set()).add(str(params.get("backend", "not recorded")))
+    if not backends:
+        return "not recorded"
+    return "; ".join(
+        f"{text} (kNN backend {' / '.join(sorted(found))})" for text, found in sorted(backends.items())
+    )
+
+
 def _settings(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
     """How the layer dynamics were computed, as recorded in the result files (distinct values)."""
 
@@ -81,12 +99,7 @@ def _settings(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
         "caps (most texts per metric)": _distinct(
             entries, lambda e: joined(e.get("caps"), ("frenet", "nrs", "gfmi"))
         ),
-        "LRD parameters": _distinct(
-            entries,
-            lambda e: joined(
-                e.get("params"), ("seed", "rank", "var_threshold", "nrs_k", "n_anchors", "gfmi_k", "backend")
-            ),
-        ),  # fmt: skip
+        "LRD parameters": _parameters(entries, joined),
         "bootstrap intervals": _distinct(entries, interval),
         "library versions at run time": _distinct(entries, versions),
         "command lines": _distinct(entries, lambda e: (e.get("run") or {}).get("command") or ""),
