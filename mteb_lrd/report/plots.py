@@ -70,6 +70,10 @@ _UNITS: tuple[tuple[str, str], ...] = (
 )
 
 
+PANEL_TEXT_SIZE = 10
+"""Font size of panel titles and axis labels, readable at the page's width."""
+
+
 def score_axis_label(name: str) -> str:
     """An axis label for a model-level score: its name and, where known, its unit in brackets."""
     unit = next((u for pattern, u in _UNITS if pattern in name), None)
@@ -183,8 +187,8 @@ def per_layer_figure(
                 linestyle="--" if variant.experiment else "-",
                 label=point_label(variant),
             )
-        axis.set_title(task, fontsize=10)
-        axis.set_xlabel(RELATIVE_DEPTH, fontsize=8)
+        axis.set_title(task, fontsize=PANEL_TEXT_SIZE)
+        axis.set_xlabel(RELATIVE_DEPTH, fontsize=PANEL_TEXT_SIZE)
         axis.set_ylabel(_score_label(variants, task))
         axis.set_xlim(-0.03, 1.03)
         axis.grid(alpha=0.3)
@@ -255,8 +259,8 @@ def pruning_figure(
                     fontsize=7,
                     color=colour,
                 )
-        axis.set_title(task, fontsize=10)
-        axis.set_xlabel(BASE_LAYER, fontsize=8)
+        axis.set_title(task, fontsize=PANEL_TEXT_SIZE)
+        axis.set_xlabel(BASE_LAYER, fontsize=PANEL_TEXT_SIZE)
         axis.set_ylabel(_score_label(group, task))
         axis.set_xticks(range(num_blocks + 1))
         axis.set_xlim(-0.5, num_blocks + 0.5)
@@ -340,8 +344,8 @@ def d0l_figure(variants: Sequence[ModelVariant], tasks: Sequence[str]) -> Figure
         axis.scatter(xs, ys, s=30, color="C0", zorder=3)
         axis.margins(0.25)
         label_points(axis, points)
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel(D0L, fontsize=8)
+        axis.set_title(title, fontsize=PANEL_TEXT_SIZE)
+        axis.set_xlabel(D0L, fontsize=PANEL_TEXT_SIZE)
         axis.set_ylabel("main score × 100")
         axis.grid(alpha=0.3)
     figure.suptitle("End-to-end displacement d0L vs main score (the paper's selection score)")
@@ -394,9 +398,9 @@ def profile_figure(variant: ModelVariant) -> Figure | None:
         return None
     figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5)
     for axis, (title, ylabel) in zip(axes, PROFILE_PANELS, strict=True):
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel(BASE_LAYER, fontsize=8)
-        axis.set_ylabel(ylabel, fontsize=8)
+        axis.set_title(title, fontsize=PANEL_TEXT_SIZE)
+        axis.set_xlabel(BASE_LAYER, fontsize=PANEL_TEXT_SIZE)
+        axis.set_ylabel(ylabel, fontsize=PANEL_TEXT_SIZE)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.grid(alpha=0.3)
         for block in variant.removed_blocks:
@@ -483,9 +487,9 @@ def profiles_overlay_figure(
         return None
     figure, axes = panel_grid(len(PROFILE_PANELS), 4.8, 3.5, legend_right=True)
     for axis, (title, ylabel) in zip(axes, PROFILE_PANELS, strict=True):
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel(RELATIVE_DEPTH if relative else BASE_LAYER, fontsize=8)
-        axis.set_ylabel(ylabel, fontsize=8)
+        axis.set_title(title, fontsize=PANEL_TEXT_SIZE)
+        axis.set_xlabel(RELATIVE_DEPTH if relative else BASE_LAYER, fontsize=PANEL_TEXT_SIZE)
+        axis.set_ylabel(ylabel, fontsize=PANEL_TEXT_SIZE)
         axis.grid(alpha=0.3)
         if not relative:
             axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -510,7 +514,7 @@ def profiles_overlay_figure(
                   title_fontsize=8)  # fmt: skip
     where = "relative depth" if relative else "the base model's layer index"
     figure.suptitle(f"{task}: layer profiles on {where}\nbands: 95 % bootstrap intervals (NRS over anchors, "
-                    "STS scores over pairs)", fontsize=10)  # fmt: skip
+                    "STS scores over pairs)", fontsize=PANEL_TEXT_SIZE)  # fmt: skip
     return figure
 
 
