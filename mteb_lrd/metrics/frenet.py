@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches
+from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches, unmasked
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
@@ -132,9 +132,7 @@ class FrenetResult:
     def unmasked(self) -> FrenetResult:
         """This result with every value as computed, uninformative states read like the others
         (the authors' behaviour, ``reproduce="authors"``)."""
-        if not self.as_computed:
-            return self
-        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
+        return unmasked(self)
 
     def summary(self) -> dict[str, float]:
         """The spec's model-level summaries (lrd.md §2.7) from ``first_state`` on; NaN where undefined."""

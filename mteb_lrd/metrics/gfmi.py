@@ -13,7 +13,7 @@ import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
-from mteb_lrd.metrics.informative import first_informative, neighbour_reason
+from mteb_lrd.metrics.informative import first_informative, neighbour_reasons, row_check, unmasked
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
@@ -174,9 +174,7 @@ class GFMIResult:
 
     def unmasked(self) -> GFMIResult:
         """This result with every value as computed (the authors' behaviour)."""
-        if not self.as_computed:
-            return self
-        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
+        return unmasked(self)
 
     def summary(self) -> dict[str, float]:
         """Model-level summaries. Early / late thirds use ``t = max(1, (L+1)//3)`` entries of the
@@ -233,9 +231,7 @@ def gfmi(
     p = _validate_parameters(k, percentiles, backend)
     prepared = prepare_states(states, min_rows=k + 1, what=f"gfmi with k={k}")
     components = np.stack([_layer_components(layer, k, p, backend) for layer in prepared.x])
-    undefined = {
-        s: why for s, layer in enumerate(prepared.x) if (why := neighbour_reason(layer, k)) is not None
-    }
+    undefined = neighbour_reasons(map(row_check, prepared.x), k)
     return build_gfmi_result(components, p, k, prepared.x.shape[1], prepared.n_dropped, undefined)
 
 
@@ -260,12 +256,12 @@ def gfmi_by_layer(
     """
     p = _validate_parameters(k, percentiles, backend)
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"gfmi with k={k}")
-    components, undefined = [], {}
+    components, checks = [], []
     for layer in range(num_states):  # one layer held at a time
         rows = reader.unit(layer)
         components.append(_layer_components(rows, k, p, backend))
-        if (why := neighbour_reason(rows, k)) is not None:
-            undefined[layer] = why
+        checks.append(row_check(rows))
+    undefined = neighbour_reasons(checks, k)
     return build_gfmi_result(np.stack(components), p, k, reader.kept.size, reader.n_dropped, undefined)
 
 

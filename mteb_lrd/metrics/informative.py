@@ -17,8 +17,9 @@ reason; model-level summaries start at the first informative state (``first_stat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -27,12 +28,13 @@ __all__ = [
     "SPREAD_TOL",
     "RowCheck",
     "first_informative",
-    "neighbour_reason",
+    "neighbour_reasons",
     "rank_reason",
     "reasons_by_state",
     "row_check",
     "spread_rank",
     "touches",
+    "unmasked",
 ]
 
 SPREAD_TOL = 1e-5
@@ -85,16 +87,29 @@ def row_check(rows: np.ndarray) -> RowCheck:
     return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(rows @ direction).size))
 
 
+def neighbour_reasons(checks: Iterable[RowCheck], k: int) -> dict[int, str]:
+    """The states (their :func:`row_check`, in state order) that cannot give k-NN lists, and why."""
+    found = ((state, check.neighbour_reason(k)) for state, check in enumerate(checks))
+    return {state: why for state, why in found if why is not None}
+
+
+R = TypeVar("R")
+
+
+def unmasked(result: R) -> R:
+    """A family's result (``undefined``, ``first_state``, ``as_computed`` fields) with every value as
+    computed, uninformative states read like the others (the authors' behaviour)."""
+    computed = getattr(result, "as_computed")  # noqa: B009 - a field every family's result has
+    if not computed:
+        return result
+    return replace(result, **computed, undefined={}, first_state=0, as_computed={})  # type: ignore[type-var]
+
+
 def rank_reason(rank: int, needed: int) -> str | None:
     """Why a state of ``rank`` cannot be compared as an ``needed``-dimensional subspace (``None``: it can)."""
     if rank == 0:
         return ONE_VECTOR
     return None if rank >= needed else f"rank {rank} below the subspace rank r = {needed}"
-
-
-def neighbour_reason(rows: np.ndarray, k: int) -> str | None:
-    """Why ``rows`` (one state's L2-normalised rows) cannot give k-nearest-neighbour lists (``None``: they can)."""
-    return row_check(rows).neighbour_reason(k)
 
 
 def first_informative(undefined: Mapping[int, str], num_states: int) -> int | None:

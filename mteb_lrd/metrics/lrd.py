@@ -16,9 +16,9 @@ from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
-from mteb_lrd.metrics.informative import reasons_by_state, row_check
+from mteb_lrd.metrics.informative import neighbour_reasons, reasons_by_state, row_check
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result, neighbour_reasons
+from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import prepare_states
 

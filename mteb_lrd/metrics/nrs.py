@@ -7,14 +7,14 @@ all texts of the layer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from mteb_lrd.metrics.bootstrap import Interval, bootstrap_mean
-from mteb_lrd.metrics.informative import RowCheck, first_informative, neighbour_reason, row_check, touches
+from mteb_lrd.metrics.informative import first_informative, neighbour_reasons, row_check, touches, unmasked
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
@@ -25,7 +25,6 @@ __all__ = [
     "anchor_ids",
     "build_nrs_result",
     "jaccard_retention",
-    "neighbour_reasons",
     "nrs",
     "nrs_by_layer",
     "nrs_from_neighbours",
@@ -81,9 +80,7 @@ class NRSResult:
 
     def unmasked(self) -> NRSResult:
         """This result with every value as computed (the authors' behaviour)."""
-        if not self.as_computed:
-            return self
-        return replace(self, **self.as_computed, undefined={}, first_state=0, as_computed={})
+        return unmasked(self)
 
     def summary(self) -> dict[str, float]:
         """The spec's summaries (lrd.md §3) from ``first_state`` on; NaN where a third is empty or a
@@ -125,13 +122,6 @@ def nrs_from_neighbours(neighbours: np.ndarray) -> tuple[np.ndarray, float, Inte
     first_last = float(jaccard_retention(neighbours[0], neighbours[-1]).mean())
     interval = bootstrap_mean(per_anchor, over="anchors") if per_anchor.shape[1] >= 2 else None
     return per_anchor.mean(axis=1), first_last, interval
-
-
-def neighbour_reasons(checks: Iterable[RowCheck], k: int) -> dict[int, str]:
-    """The states (their :func:`~mteb_lrd.metrics.informative.row_check`, in state order) that cannot
-    give k-NN lists, and why."""
-    found = ((state, check.neighbour_reason(k)) for state, check in enumerate(checks))
-    return {state: why for state, why in found if why is not None}
 
 
 def build_nrs_result(
@@ -209,10 +199,10 @@ def nrs_by_layer(
     resolve_backend(backend)
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"nrs with k={k}")
     anchors = anchor_ids(reader.kept.size, n_anchors, seed)
-    neighbours, undefined = [], {}
+    neighbours, checks = [], []
     for layer in range(num_states):  # one layer held at a time
         rows = reader.unit(layer)
         neighbours.append(knn(rows, k, anchors, backend)[1])
-        if (why := neighbour_reason(rows, k)) is not None:
-            undefined[layer] = why
+        checks.append(row_check(rows))
+    undefined = neighbour_reasons(checks, k)
     return build_nrs_result(np.stack(neighbours), undefined, k, int(reader.kept.size), reader.n_dropped)
