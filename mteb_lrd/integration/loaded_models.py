@@ -41,6 +41,7 @@ __all__ = [
     "unwrappable_reason",
     "wrap_loaded",
     "wrap_mode",
+    "wrap_under_meta",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,6 @@ def unwrappable_reason(model: Any) -> str | None:
     """Why the wrapper cannot reproduce ``model``'s forward passes (``None``: it can)."""
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    if getattr(model, "is_layer_dynamics_model", False):
-        return "it is wrapped already"
     if type(model) is not SentenceTransformerEncoderWrapper:
         return (
             f"its encoder class {type(model).__name__} has an encode of its own; only mteb's "
@@ -120,25 +119,31 @@ def _warn_once(name: str, reason: str) -> None:
     warnings.warn(message, UserWarning, stacklevel=3)
 
 
-def wrap_loaded(model: Any, options: LayerDynamicsOptions | None = None) -> Any:
-    """``model`` (as an mteb loader returned it, its ``mteb_model_meta`` set) wrapped with layer
-    dynamics under mteb's own meta; the model itself, with one warning, when it cannot be wrapped."""
+def wrap_under_meta(encoder: Any, **settings: Any) -> Any:
+    """``encoder`` (as an mteb loader returned it) wrapped by
+    :func:`~mteb_lrd.integration.wrapper.with_layer_dynamics` with ``settings``, keeping mteb's meta:
+    its name, revision, prompts and loader settings."""
     from mteb_lrd.integration.wrapper import with_layer_dynamics
 
-    meta = model.mteb_model_meta
-    name = str(meta.name)
-    reason = unwrappable_reason(model)
-    if reason == "it is wrapped already":
+    meta = encoder.mteb_model_meta
+    wrapped = with_layer_dynamics(encoder, **settings)
+    wrapped.mteb_model_meta = meta
+    return wrapped
+
+
+def wrap_loaded(model: Any, options: LayerDynamicsOptions | None = None) -> Any:
+    """``model`` (as an mteb loader returned it, its ``mteb_model_meta`` set) wrapped with layer
+    dynamics under mteb's own meta (:func:`wrap_under_meta`); the model as it is when wrapped
+    already, and with one warning when it cannot be wrapped."""
+    if getattr(model, "is_layer_dynamics_model", False):
         return model
+    reason = unwrappable_reason(model)
     if reason is None:
         try:
-            wrapped = with_layer_dynamics(model, options=options or environment_options())
+            return wrap_under_meta(model, options=options or environment_options())
         except (ValueError, TypeError, RuntimeError) as err:
             reason = f"its hidden states cannot be reached ({err})"
-        else:
-            wrapped.mteb_model_meta = meta  # mteb's name, revision, prompts and loader settings
-            return wrapped
-    _warn_once(name, reason)
+    _warn_once(str(model.mteb_model_meta.name), reason)
     return model
 
 

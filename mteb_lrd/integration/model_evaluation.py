@@ -36,8 +36,7 @@ def _registered(spec: str, config: UnitConfig, cache_dir: str | None, options: d
     """
     import logging
 
-    from mteb_lrd.integration.loaded_models import registered_encoder, unwrappable_reason
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.integration.loaded_models import registered_encoder, unwrappable_reason, wrap_under_meta
     from mteb_lrd.models.naming import KNOWN_NAMES
 
     if config.name is not None or config.revision is not None:
@@ -56,10 +55,10 @@ def _registered(spec: str, config: UnitConfig, cache_dir: str | None, options: d
     reason = unwrappable_reason(encoder)
     if reason is not None:
         raise ValueError(f"{spec}: no layer dynamics, {reason}; run it with plain mteb")
-    meta = encoder.mteb_model_meta
-    wrapped = with_layer_dynamics(encoder, device=config.device, cache_dir=cache_dir, **options)
-    wrapped.mteb_model_meta = meta
-    wrapped.loaded_by = f"mteb registry ({type(encoder).__name__}, revision {meta.revision})"
+    wrapped = wrap_under_meta(encoder, device=config.device, cache_dir=cache_dir, **options)
+    wrapped.loaded_by = (
+        f"mteb registry ({type(encoder).__name__}, revision {wrapped.mteb_model_meta.revision})"
+    )
     return wrapped
 
 
