@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.sparse import coo_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from mteb_lrd.metrics.informative import first_informative, neighbour_reasons, row_check, unmasked
 from mteb_lrd.metrics.knn import knn, resolve_backend
@@ -63,27 +63,22 @@ def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def linear_percentiles(values: np.ndarray, percentiles: np.ndarray) -> np.ndarray:
-    """``np.percentile(values, percentiles)`` (linear method), bit for bit, from one plain sort.
+    """``np.percentile(values, percentiles)`` (linear method), bit for bit, from one partition.
 
-    numpy's percentile partitions once per requested value; one sort serves all of them.
+    numpy's percentile partitions once per requested value; one :func:`numpy.partition` at every
+    order statistic the interpolation reads serves all of them.
     """
-    ordered = np.sort(values, axis=None)
-    virtual = (ordered.size - 1) * (np.asarray(percentiles, dtype=np.float64) / 100)
+    flat = np.ravel(values)
+    virtual = (flat.size - 1) * (np.asarray(percentiles, dtype=np.float64) / 100)
     below = np.floor(virtual)
     gamma = virtual - below
     below = below.astype(np.int64)
-    lower, upper = ordered[below], ordered[np.minimum(below + 1, ordered.size - 1)]
+    above = np.minimum(below + 1, flat.size - 1)
+    ordered = np.partition(flat, np.union1d(below, above))
+    lower, upper = ordered[below], ordered[above]
     diff = upper - lower
     # numpy's _lerp: a + (b - a)·t, computed from b for t >= 0.5
     return np.where(gamma >= 0.5, upper - diff * (1 - gamma), lower + diff * gamma)
-
-
-def _edge_distance(
-    distances: np.ndarray, neighbours: np.ndarray, source: np.ndarray, target: np.ndarray
-) -> np.ndarray:
-    """Exact stored distance of each directed edge ``source → target`` (inf where it is not stored)."""
-    stored = neighbours[source] == target[:, None]
-    return np.where(stored, distances[source], np.inf).min(axis=1, initial=np.inf)
 
 
 def filtration_components(
@@ -98,30 +93,31 @@ def filtration_components(
             kept and taken as undirected.
 
     Returns:
-        ``(P, N)`` component labels.
+        ``(P, N)`` component labels, ``0 .. c_j - 1`` at threshold ``j``.
 
-    The components of the graph cut at τ are those of its minimum spanning forest cut at τ
-    (Kruskal), so the N·k-edge graph is reduced once to at most N−1 edges and every threshold is
-    cut from those, each forest edge with its exact distance (the smaller of its two directions,
-    as "either direction" symmetrises).
+    One pass over the thresholds: each edge is binned once to the first threshold that keeps it,
+    and the components at ``τ_j`` are those of ``τ_{j-1}``'s components joined by the edges of bin
+    ``j`` (the filtration only merges), one connected-components call on the previous components
+    per threshold; no edge or sample is visited in Python.
     """
     n, k = distances.shape
     flat = distances.ravel()
     thresholds = linear_percentiles(flat, percentiles)
-    # Weights shifted by +1 keep the order and keep zero distances (duplicates) as stored edges.
-    graph = csr_matrix((flat + 1.0, neighbours.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
-    forest = minimum_spanning_tree(graph).tocoo()
-    forest_distance = np.minimum(
-        _edge_distance(distances, neighbours, forest.row, forest.col),
-        _edge_distance(distances, neighbours, forest.col, forest.row),
-    )
-    labels = np.empty((len(thresholds), n), dtype=np.int64)
-    for j, tau in enumerate(thresholds):  # one small forest per percentile (P ≈ 20), not per sample
-        keep = forest_distance <= tau
-        cut = coo_matrix(
-            (np.ones(int(keep.sum()), dtype=np.int8), (forest.row[keep], forest.col[keep])), shape=(n, n)
+    entry = np.searchsorted(thresholds, flat, side="left")  # first j with d <= τ_j (P: never kept)
+    order = np.argsort(entry, kind="stable")
+    ends = np.cumsum(np.bincount(entry, minlength=thresholds.size + 1))[: thresholds.size]
+    source = np.repeat(np.arange(n), k)[order]
+    target = neighbours.ravel()[order]
+    labels = np.empty((thresholds.size, n), dtype=np.int64)
+    current, count, start = np.arange(n), n, 0
+    for j, end in enumerate(ends):  # P ≈ 20 merges, each a C call over the edges entering there
+        joins = coo_matrix(
+            (np.ones(end - start, dtype=np.int8), (current[source[start:end]], current[target[start:end]])),
+            shape=(count, count),
         )
-        labels[j] = connected_components(cut.tocsr(), directed=False)[1]
+        count, merged = connected_components(joins.tocsr(), directed=False)
+        current = merged[current]
+        labels[j], start = current, end
     return labels
 
 

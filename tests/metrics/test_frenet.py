@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -183,3 +184,26 @@ def test_frenet_by_layer_refuses_what_frenet_refuses():
         frenet_by_layer(lambda layer: x[layer], 3, rank=0)
     with pytest.raises(ValueError, match="var_threshold"):
         frenet_by_layer(lambda layer: x[layer], 3, var_threshold=1.5)
+
+
+@pytest.mark.parametrize(
+    ("rank", "low_rank_layer"),
+    [(3, None), (60, None), (3, 2), (60, 2)],  # top r solved for; the complement; each below rank r
+)
+def test_subset_eigensolves_equal_full_ones(monkeypatch, rank, low_rank_layer):
+    # d = 64, N = 400: r = 3 solves the top 3 eigenpairs, r = 60 the 5 weakest (the complement);
+    # with SUBSET_SHARE = 0 every layer is solved in full, as the reference does.
+    rng = np.random.default_rng(3)  # an isotropic random walk: every layer spans all 64 directions
+    x = np.cumsum(rng.standard_normal((6, 400, 64)), axis=0).astype(np.float32)
+    if low_rank_layer is not None:  # a layer spanning 2 directions: rank 2 < r, undefined
+        x[low_rank_layer] = x[low_rank_layer][:, :2] @ np.eye(2, 64)
+    subset = frenet(x, rank=rank)
+    monkeypatch.setattr(importlib.import_module("mteb_lrd.metrics.frenet"), "SUBSET_SHARE", 0.0)
+    full = frenet(x, rank=rank)
+    np.testing.assert_allclose(subset.speed, full.speed, atol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(subset.curvature, full.curvature, atol=1e-9, equal_nan=True)
+    assert subset.d0L == pytest.approx(full.d0L, abs=1e-9)
+    assert subset.undefined == full.undefined
+    assert math.isfinite(subset.d0L)
+    if low_rank_layer is not None:
+        assert subset.undefined == {low_rank_layer: f"rank 2 below the subspace rank r = {rank}"}

@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import mutual_info_score
 
 from mteb_lrd import gfmi
 from mteb_lrd.metrics import mutual_information
-from mteb_lrd.metrics.gfmi import DEFAULT_PERCENTILES, gfmi_by_layer, linear_percentiles
+from mteb_lrd.metrics.gfmi import (
+    DEFAULT_PERCENTILES,
+    filtration_components,
+    gfmi_by_layer,
+    linear_percentiles,
+)
 from tests.metrics.reference import (
     assert_summary_equal,
     normalise,
@@ -159,3 +166,34 @@ def test_gfmi_by_layer_rejects_what_gfmi_rejects(states):
         gfmi_by_layer(lambda layer: states[layer, :20], states.shape[0], k=30)
     with pytest.raises(ValueError, match="k must be a positive integer"):
         gfmi_by_layer(lambda layer: states[layer], states.shape[0], k=0)
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two labelings split the items alike (each label of one maps to exactly one of the other)."""
+    pairs = np.unique(np.stack([a, b]), axis=1)
+    return len(np.unique(pairs[0])) == len(np.unique(pairs[1])) == pairs.shape[1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    k=st.integers(1, 6),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+    percentiles=st.lists(st.floats(0, 100), min_size=2, max_size=12, unique=True),
+)
+def test_filtration_components_equal_each_thresholded_graph(n, k, levels, seed, percentiles):
+    # Distances from a few levels (ties, zeros) on random neighbour lists, self-loops included: each
+    # threshold's components must be those of the whole graph of edges at or below it.
+    rng = np.random.default_rng(seed)
+    distances = rng.integers(0, levels, size=(n, k)) / max(levels - 1, 1)
+    neighbours = rng.integers(0, n, size=(n, k))
+    p = np.sort(np.asarray(percentiles))
+    labels = filtration_components(distances, neighbours, p)
+    rows = np.repeat(np.arange(n), k)
+    for tau, got in zip(np.percentile(distances, p), labels, strict=True):
+        keep = distances.ravel() <= tau
+        graph = csr_matrix((np.ones(keep.sum()), (rows[keep], neighbours.ravel()[keep])), shape=(n, n))
+        expected = connected_components(graph, directed=False)[1]
+        assert _same_partition(got, expected)
+        assert got.min() == 0 and got.max() == expected.max()  # labels 0 .. c - 1
