@@ -201,14 +201,22 @@ def _dynamics_on_rows(
             gfmi_k=p.gfmi_k,
             percentiles=p.percentiles,
             backend=p.backend,
+            device=p.device,
         )
     # Each family on its own rows, one hidden state at a time: one layer in memory, not all.
-    f = frenet_by_layer(reader("frenet"), source.num_states, rank=p.rank, var_threshold=p.var_threshold)
+    f = frenet_by_layer(
+        reader("frenet"), source.num_states, rank=p.rank, var_threshold=p.var_threshold, device=p.device
+    )
     n = nrs_by_layer(
         reader("nrs"), source.num_states, k=p.nrs_k, n_anchors=p.n_anchors, seed=seed, backend=p.backend
     )
     g = gfmi_by_layer(
-        reader("gfmi"), source.num_states, k=p.gfmi_k, percentiles=p.percentiles, backend=p.backend
+        reader("gfmi"),
+        source.num_states,
+        k=p.gfmi_k,
+        percentiles=p.percentiles,
+        backend=p.backend,
+        device=p.device,
     )
     return LRDResult(
         f,

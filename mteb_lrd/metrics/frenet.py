@@ -15,6 +15,7 @@ import numpy as np
 import scipy.linalg
 
 from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches, unmasked
+from mteb_lrd.metrics.on_device import DeviceLayers, TorchSubspaces, resolve_device
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
@@ -25,6 +26,7 @@ __all__ = [
     "frenet_by_layer",
     "grassmann_distance",
     "menger_curvature",
+    "frenet_of_units",
     "frenet_on_unit_rows",
 ]
 
@@ -212,7 +214,10 @@ _SUMMARY_KEYS = (
 
 
 def frenet(
-    states: object, rank: int | None = None, var_threshold: float = MetricParams.var_threshold
+    states: object,
+    rank: int | None = None,
+    var_threshold: float = MetricParams.var_threshold,
+    device: str | None = MetricParams.device,
 ) -> FrenetResult:
     """Grassmann speed, Menger curvature and end-to-end displacement of the top-r principal subspaces.
 
@@ -221,10 +226,18 @@ def frenet(
             real dtype); rows are L2-normalised here, NaN / Inf / zero rows dropped and counted.
         rank: a fixed subspace dimension; ``None`` picks it from the last layer's explained variance.
         var_threshold: variance share for the automatic rank.
+        device: where the decompositions run (:func:`~mteb_lrd.metrics.on_device.resolve_device`):
+            ``"auto"`` a GPU tensor's device or a visible CUDA device, else numpy; ``None``: numpy;
+            ``"cuda"``, ``"cpu"``, ...: torch on that device.
 
     Raises:
         ValueError: fewer than 2 layers, fewer than 2 valid rows, or a rank below 1.
     """
+    on = resolve_device(device, states)
+    if on is not None:
+        _checked_rank(rank, var_threshold)
+        layers = DeviceLayers.of(states, on, min_rows=2, what="frenet")
+        return frenet_of_units(layers.unit, layers.num_states, rank, var_threshold, layers.n_dropped, on)
     prepared = prepare_states(states, min_rows=2, what="frenet")
     return frenet_on_unit_rows(prepared.x, rank, var_threshold, n_dropped=prepared.n_dropped)
 
@@ -237,7 +250,7 @@ def frenet_on_unit_rows(
 ) -> FrenetResult:
     """:func:`frenet` on rows already validated and L2-normalised (see :func:`prepare_states`)."""
     _checked_rank(rank, var_threshold)
-    return _frenet_of_units(lambda layer: x[layer], x.shape[0], rank, var_threshold, n_dropped)
+    return frenet_of_units(lambda layer: x[layer], x.shape[0], rank, var_threshold, n_dropped)
 
 
 def _basis(v: np.ndarray, r: int) -> np.ndarray:
@@ -270,6 +283,7 @@ def frenet_by_layer(
     num_states: int,
     rank: int | None = None,
     var_threshold: float = MetricParams.var_threshold,
+    device: str | None = MetricParams.device,
 ) -> FrenetResult:
     """:func:`frenet` reading one hidden state at a time: one layer's rows and three subspace bases
     are held, not every layer's rows and directions (at 33 states x 1,000 texts x d = 4,096 that
@@ -278,35 +292,63 @@ def frenet_by_layer(
     Equal to ``frenet(np.stack([read_layer(l) for l in range(num_states)]), ...)``: same rows
     dropped, same normalisation, same decompositions. The last layer is decomposed first (it
     fixes the rank), then layers ``0 .. L-1`` in order; each layer is read twice (validity, then
-    the decomposition).
+    the decomposition). ``device``: as :func:`frenet`; each layer's rows are moved there for its
+    decomposition.
 
     Raises:
         ValueError: fewer than 2 layers, fewer than 2 valid rows, or a bad rank / threshold.
     """
     _checked_rank(rank, var_threshold)
+    on = resolve_device(device)
     reader = LayerReader.of(read_layer, num_states, min_rows=2, what="frenet")
-    return _frenet_of_units(reader.unit, num_states, rank, var_threshold, reader.n_dropped)
+    return frenet_of_units(reader.unit, num_states, rank, var_threshold, reader.n_dropped, on)
 
 
-def _frenet_of_units(
-    unit: Callable[[int], np.ndarray], num_states: int, rank: int | None, var_threshold: float, n_dropped: int
+class _NumpySubspaces:
+    """Frenet's linear algebra in numpy (float64): the definition :class:`TorchSubspaces` follows."""
+
+    @staticmethod
+    def eig(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _centred_covariance_eig(rows)
+
+    basis = staticmethod(_basis)
+    layer_basis = staticmethod(_layer_basis)
+
+    @staticmethod
+    def distance(q_a: np.ndarray, q_b: np.ndarray) -> float:
+        return float(grassmann_distance(q_a, q_b))
+
+
+def _subspaces(device: str | None) -> Any:
+    return _NumpySubspaces() if device is None else TorchSubspaces(device)
+
+
+def frenet_of_units(
+    unit: Callable[[int], Any],
+    num_states: int,
+    rank: int | None,
+    var_threshold: float,
+    n_dropped: int,
+    on: str | None = None,
 ) -> FrenetResult:
     """Frenet of L2-normalised layers read one at a time: the last layer first (it fixes the rank),
-    then ``0 .. L-1``; only three bases (:func:`_basis`) are held."""
+    then ``0 .. L-1``; only three bases (:func:`_basis`) are held, on device ``on`` when one is given
+    (:class:`~mteb_lrd.metrics.on_device.TorchSubspaces`), else in numpy."""
+    ops = _subspaces(on)
     last = unit(num_states - 1)
     n, d = last.shape
-    s2_last, v_last = _centred_covariance_eig(last)
+    s2_last, v_last = ops.eig(last)
     r = _rank_from_spectrum(s2_last, var_threshold, n, d) if rank is None else _clamp_rank(int(rank), n, d)
-    last_basis = _basis(v_last, r)
+    last_basis = ops.basis(v_last, r)
     ranks = {num_states - 1: spread_rank(s2_last, n)}
     del last, v_last
     speed, chord = np.empty(num_states - 1), np.empty(max(num_states - 2, 0))
-    starts: dict[str, np.ndarray] = {}  # d0L's starts: h_0 and the first state of rank >= r
+    starts: dict[str, Any] = {}  # d0L's starts: h_0 and the first state of rank >= r
 
-    def basis(layer: int) -> np.ndarray:
+    def basis(layer: int) -> Any:
         if layer == num_states - 1:
             return last_basis
-        found, ranks[layer] = _layer_basis(unit(layer), r)
+        found, ranks[layer] = ops.layer_basis(unit(layer), r)
         if layer == 0:
             starts["h_0"] = found
         if "first" not in starts and ranks[layer] >= r:
@@ -316,16 +358,16 @@ def _frenet_of_units(
     previous, before = basis(0), None
     for layer in range(1, num_states):
         current = basis(layer)
-        speed[layer - 1] = grassmann_distance(previous, current)
+        speed[layer - 1] = ops.distance(previous, current)
         if before is not None:
-            chord[layer - 2] = grassmann_distance(before, current)
+            chord[layer - 2] = ops.distance(before, current)
         before, previous = previous, current
     curvature = menger_curvature(speed[:-1], speed[1:], chord)
     raw = {"speed": speed, "curvature": curvature, "chord": chord,
-           "d0L": float(grassmann_distance(starts["h_0"], last_basis))}  # fmt: skip
+           "d0L": ops.distance(starts["h_0"], last_basis)}  # fmt: skip
     undefined = {s: why for s in range(num_states) if (why := rank_reason(ranks[s], r)) is not None}
     first = first_informative(undefined, num_states)
-    d0l = math.nan if first is None else float(grassmann_distance(starts["first"], last_basis))
+    d0l = math.nan if first is None else ops.distance(starts["first"], last_basis)
     if not undefined:
         return FrenetResult(speed, curvature, chord, d0l, r, n, n_dropped)
     return FrenetResult(

@@ -14,11 +14,12 @@ import numpy as np
 
 from mteb_lrd.jsonable import to_jsonable
 from mteb_lrd.keywords import options_or_keywords
-from mteb_lrd.metrics.frenet import FrenetResult, frenet_on_unit_rows
+from mteb_lrd.metrics.frenet import FrenetResult, frenet_of_units, frenet_on_unit_rows
 from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_result, filtration_components
-from mteb_lrd.metrics.informative import neighbour_reasons, reasons_by_state, row_check
+from mteb_lrd.metrics.informative import RowCheck, neighbour_reasons, reasons_by_state, row_check
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result
+from mteb_lrd.metrics.on_device import DeviceLayers, resolve_device, search_on_device
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import prepare_states
 
@@ -122,6 +123,7 @@ def lrd(
     percentiles: object = None,
     backend: str = "auto",
     params: MetricParams | None = None,
+    device: str | None = MetricParams.device,
 ) -> LRDResult:
     """Run Frenet, NRS and GFMI on ``states`` of shape ``(L+1, N, d)``.
 
@@ -130,44 +132,60 @@ def lrd(
     parameters are the keywords, or one validated :class:`~mteb_lrd.metrics.params.MetricParams`
     (``params=``; the keywords then stay at their defaults).
 
+    ``device`` (:func:`~mteb_lrd.metrics.on_device.resolve_device`; also ``params.device``): by
+    default (``"auto"``) a tensor on a GPU is measured there, anything else on a CUDA device when
+    torch sees one, else in numpy; ``None``: numpy; a torch device name (``"cuda"``, ``"cpu"``)
+    runs the torch path there (:mod:`~mteb_lrd.metrics.on_device`), one hidden state at a time, with the same
+    numbers within rounding (float64 subspaces, float32 neighbours; ``backend`` is then unused).
+
     Raises:
         ValueError: as the three functions do (fewer than 2 layers, ``N <= k``, bad parameters), or
             ``params`` together with a metric keyword.
     """
     if params is not None:
         options_or_keywords(MetricParams, params, "params", rank=rank, var_threshold=var_threshold, nrs_k=nrs_k,
-                            n_anchors=n_anchors, gfmi_k=gfmi_k, percentiles=percentiles, backend=backend)  # fmt: skip
+                            n_anchors=n_anchors, gfmi_k=gfmi_k, percentiles=percentiles, backend=backend,
+                            device=device)  # fmt: skip
         rank, var_threshold, nrs_k, n_anchors = (
             params.rank,
             params.var_threshold,
             params.nrs_k,
             params.n_anchors,
         )
-        gfmi_k, percentiles, backend = params.gfmi_k, params.percentiles, params.backend
+        gfmi_k, percentiles, backend, device = (
+            params.gfmi_k,
+            params.percentiles,
+            params.backend,
+            params.device,
+        )
     for name, value in (("nrs_k", nrs_k), ("gfmi_k", gfmi_k)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer; got {value!r}")
     p = _validate_percentiles(percentiles)
     resolve_backend(backend)
     k_max = max(nrs_k, gfmi_k)
-    prepared = prepare_states(states, min_rows=k_max + 1, what=f"lrd with k={k_max}")
-    x = prepared.x
-    n = x.shape[1]
-    frenet_result = frenet_on_unit_rows(x, rank, var_threshold, n_dropped=prepared.n_dropped)
-    anchors = anchor_ids(n, n_anchors, seed)
-    anchor_neighbours, components, checks = [], [], []
-    for layer in x:
-        checks.append(row_check(layer))
-        sims, idx = knn(layer, k_max, backend=backend)
-        anchor_neighbours.append(idx[anchors, :nrs_k])
-        components.append(
-            filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
-        )
+    on = resolve_device(device, states)
+    what = f"lrd with k={k_max}"
+    if on is None:
+        prepared = prepare_states(states, min_rows=k_max + 1, what=what)
+        x = prepared.x
+        frenet_result = frenet_on_unit_rows(x, rank, var_threshold, n_dropped=prepared.n_dropped)
+        n, n_dropped = x.shape[1], prepared.n_dropped
+        anchors = anchor_ids(n, n_anchors, seed)
+        searched = (_search_numpy_layer(layer, k_max, nrs_k, gfmi_k, p, backend, anchors) for layer in x)
+    else:
+        layers = DeviceLayers.of(states, on, min_rows=k_max + 1, what=what)
+        n, n_dropped = layers.kept.size, layers.n_dropped
+        frenet_result = frenet_of_units(layers.unit, layers.num_states, rank, var_threshold, n_dropped, on)
+        anchors = anchor_ids(n, n_anchors, seed)
+        searched = (search_on_device(layers.unit(state), k_max, nrs_k, gfmi_k, p, anchors)
+                    for state in range(layers.num_states))  # fmt: skip
+    checks, anchor_neighbours, components = zip(*searched, strict=True)
     nrs_result = build_nrs_result(
-        np.stack(anchor_neighbours), neighbour_reasons(checks, int(nrs_k)), int(nrs_k), n, prepared.n_dropped
+        np.stack(anchor_neighbours), neighbour_reasons(checks, int(nrs_k)), int(nrs_k), n, n_dropped
     )
     gfmi_undefined = neighbour_reasons(checks, int(gfmi_k))
-    gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, prepared.n_dropped, gfmi_undefined)
+    gfmi_result = build_gfmi_result(np.stack(components), p, gfmi_k, n, n_dropped, gfmi_undefined)
     recorded = {
         "rank": rank,
         "var_threshold": var_threshold,
@@ -175,13 +193,15 @@ def lrd(
         "n_anchors": n_anchors,
         "seed": seed,
         "gfmi_k": gfmi_k,
-        "backend": resolve_backend(backend),
+        "backend": resolve_backend(backend) if on is None else f"torch ({on})",
     }
-    return LRDResult(
-        frenet_result,
-        nrs_result,
-        gfmi_result,
-        int(prepared.kept.size + prepared.n_dropped),
-        prepared.n_dropped,
-        recorded,
-    )
+    return LRDResult(frenet_result, nrs_result, gfmi_result, int(n + n_dropped), n_dropped, recorded)
+
+
+def _search_numpy_layer(
+    layer: np.ndarray, k_max: int, nrs_k: int, gfmi_k: int, p: np.ndarray, backend: str, anchors: np.ndarray
+) -> tuple[RowCheck, np.ndarray, np.ndarray]:
+    """One state's row check, anchors' NRS neighbours and GFMI filtration from one kNN search."""
+    sims, idx = knn(layer, k_max, backend=backend)
+    components = filtration_components(1.0 - sims[:, :gfmi_k].astype(np.float64), idx[:, :gfmi_k], p)
+    return row_check(layer), idx[anchors, :nrs_k], components

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from mteb_lrd.metrics.knn import BACKENDS
+from mteb_lrd.metrics.on_device import resolve_device
 
 __all__ = ["MetricParams", "is_int"]
 
@@ -25,10 +26,13 @@ class MetricParams:
         rank / var_threshold: Frenet subspace rank (``None``: the explained-variance rule).
         nrs_k / n_anchors: NRS neighbourhood size and anchor count.
         gfmi_k / percentiles: GFMI graph degree and percentile grid (``None``: ``linspace(5, 95, 20)``).
-        backend: the kNN backend (:data:`mteb_lrd.metrics.knn.BACKENDS`).
+        backend: the kNN backend of the numpy path (:data:`mteb_lrd.metrics.knn.BACKENDS`).
+        device: where the metrics run (:func:`~mteb_lrd.metrics.on_device.resolve_device`):
+            ``"auto"`` (a CUDA device when torch sees one, else numpy), ``None`` (numpy, or the
+            device of a GPU tensor) or a torch device name.
 
     Raises:
-        ValueError: for a non-positive size, a threshold outside (0, 1] or an unknown backend.
+        ValueError: for a non-positive size, a threshold outside (0, 1] or an unknown backend or device.
     """
 
     rank: int | None = None
@@ -38,6 +42,7 @@ class MetricParams:
     gfmi_k: int = 30
     percentiles: tuple[float, ...] | None = None
     backend: str = "auto"
+    device: str | None = "auto"
 
     def __post_init__(self) -> None:
         for name in ("nrs_k", "n_anchors", "gfmi_k"):
@@ -50,6 +55,8 @@ class MetricParams:
             raise ValueError(f"var_threshold must be in (0, 1]; got {self.var_threshold!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}; got {self.backend!r}")
+        if self.device is not None:
+            resolve_device(self.device)
 
     def clamped(self, n_nrs: int, n_gfmi: int) -> MetricParams:
         """These parameters with the neighbourhood sizes cut to ``N - 1`` of each family's sample
