@@ -15,8 +15,17 @@ d x 2 B``. Targets: peak RSS flat in N and within the budget + 200 MB; LRD CPU t
 The forward pass is not simulated (its time is the model's); a few pool shards of random states
 are reused for every shard (the sampled rows get noise so that they are distinct texts).
 
+``--lrd-cost`` instead measures one task's LRD stage alone, as the wrapper runs it
+(:func:`~mteb_lrd.pipeline.layer_dynamics` with the default caps on ``--lrd-rows`` sampled rows of
+``--states`` x ``--dim``), once in numpy and once per torch device (``--devices``, default ``cpu``
+plus ``cuda`` when visible), and on a CUDA device the forward pass of the same number of texts
+(``--tokens`` each) through a 7B-shaped decoder (Llama-2-7B's shape, random bfloat16 weights):
+the LRD's share of that forward (target <= 10 %). On the CPU the forward of 5,000 texts through
+7B weights takes hours, so only the LRD seconds are printed there.
+
 Usage: python -m benchmarks.bench_scale [--sizes 10000,50000,200000] [--states 33] [--dim 4096]
        [--budget 1024] [--spill-dir DIR]
+       python -m benchmarks.bench_scale --lrd-cost [--lrd-rows 5000] [--devices cpu,cuda]
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ __all__ = ["child", "main"]
 
 TARGET_RSS_MARGIN_MB = 200
 TARGET_LRD_SPREAD = 1.5
+TARGET_LRD_SHARE_OF_FORWARD = 0.10
 CHUNK = 50_000  # mteb's corpus chunk: the texts of one encode call
 QUERIES, TOP = 200, 10
 
@@ -141,6 +151,67 @@ def child(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def _lrd_seconds(states: np.ndarray, device: str | None) -> tuple[float, dict[str, float]]:
+    """Wall seconds of one task's LRD stage (the wrapper's caps and parameters) on ``device``."""
+    from mteb_lrd.metrics.params import MetricParams
+    from mteb_lrd.pipeline import layer_dynamics
+
+    if device and device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    result = layer_dynamics(states, params=MetricParams(device=device))
+    return time.perf_counter() - start, result.summary()
+
+
+def _forward_seconds(texts: int, tokens: int, device: str, batch: int = 64) -> float:
+    """Seconds of the forward pass of ``texts`` x ``tokens`` through a 7B-shaped decoder (random
+    bfloat16 weights, every hidden state returned as the extraction asks) on ``device``."""
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    config = LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                         num_attention_heads=32, num_key_value_heads=32, vocab_size=32000)  # fmt: skip
+    with torch.device(device):
+        model = LlamaModel(config).to(torch.bfloat16).eval()
+    ids = torch.randint(0, config.vocab_size, (batch, tokens), device=device)
+    with torch.no_grad():
+        model(input_ids=ids, output_hidden_states=True)  # warm-up: kernels chosen per shape
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for done in range(0, texts, batch):
+            model(input_ids=ids[: min(batch, texts - done)], output_hidden_states=True)
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def lrd_cost(args: argparse.Namespace) -> int:
+    """The ``--lrd-cost`` run: one task's LRD seconds per device, and its share of a 7B forward on CUDA."""
+    import torch
+
+    devices = (
+        args.devices.split(",") if args.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    )
+    states = _pool(args.states, args.lrd_rows, args.dim, count=1)[0]
+    print(f"one task's LRD stage: {args.states} states x {args.lrd_rows:,} sampled rows x {args.dim} "
+          f"(caps 1000 / 1000 / 5000, the wrapper's parameters)")  # fmt: skip
+    seconds, reference = _lrd_seconds(states, None)
+    print(f"  numpy (CPU): {seconds:7.1f} s")
+    for device in devices:
+        seconds, summary = _lrd_seconds(states, device)
+        differs = max(abs(summary[k] - v) for k, v in reference.items() if np.isfinite(v))
+        line = f"  torch on {device}: {seconds:7.1f} s  (largest summary difference from numpy {differs:.1e})"
+        if device.startswith("cuda"):
+            forward = _forward_seconds(args.lrd_rows, args.tokens, device)
+            share = seconds / forward
+            line += (f"; 7B-shaped forward of {args.lrd_rows:,} texts x {args.tokens} tokens {forward:.1f} s: "
+                     f"LRD {100 * share:.1f} % of it (target <= {100 * TARGET_LRD_SHARE_OF_FORWARD:.0f} %) "
+                     f"{'✔' if share <= TARGET_LRD_SHARE_OF_FORWARD else '✘'}")  # fmt: skip
+        print(line, flush=True)
+    return 0
+
+
 def _needed_gb(size: int, args: argparse.Namespace) -> float:
     return (9 * size * args.dim + 7000 * args.states * args.dim) * 2 / 2**30
 
@@ -153,7 +224,17 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=1024)
     parser.add_argument("--spill-dir", default=None)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)  # a child's size
+    parser.add_argument("--lrd-cost", action="store_true", help="one task's LRD stage per device instead")
+    parser.add_argument(
+        "--lrd-rows", type=int, default=5000, help="sampled rows of --lrd-cost (default 5000)"
+    )
+    parser.add_argument("--devices", default=None, help="torch devices of --lrd-cost (default cpu[,cuda])")
+    parser.add_argument(
+        "--tokens", type=int, default=64, help="tokens per text of the 7B forward (default 64)"
+    )
     args = parser.parse_args()
+    if args.lrd_cost:
+        return lrd_cost(args)
     if args.size is not None:
         print(json.dumps(child(args)))
         return 0

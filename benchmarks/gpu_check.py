@@ -17,8 +17,11 @@ Stages (each timed):
    installed, else the torch backend on CUDA) against the CPU (faiss-cpu, else torch on the CPU).
    Required: similarities within 1e-5, neighbour sets identical for >= 99.9 % of rows (the rest:
    swaps of neighbours whose fp32 similarities differ in the last bit).
-3. lrd(): Frenet / NRS / GFMI of the CPU-extracted states (random states without the model) with
-   the GPU kNN against the CPU kNN; profiles within 1e-5.
+3. lrd(): Frenet / NRS / GFMI of the CPU-extracted states (random states without the model) on
+   the GPU (``device="cuda"``: subspaces, kNN and filtrations in torch there) against the numpy
+   path; profiles within 1e-5, the same undefined states.
+3b. scale (CUDA only): one task's LRD stage at 33 x 4,096 x 5,000 on the GPU next to the forward
+   pass of 5,000 texts through a 7B-shaped decoder on the same GPU (``bench_scale --lrd-cost``).
 4. throughput (CUDA only, no pass / fail): warm texts/s of ``LayerExtractor`` (every hidden state)
    against ``SentenceTransformer.encode`` (the last), fp32 / fp16 / bf16, batch 64 and 256, on the
    texts repeated ``--throughput-repeat`` times.
@@ -232,24 +235,41 @@ def check_knn(n: int, dim: int, k: int, report: dict[str, Any]) -> None:
 
 
 def check_lrd(states: np.ndarray | None, report: dict[str, Any]) -> None:
-    """lrd() with the GPU kNN (or the other CPU backend) against the CPU kNN on the same states."""
+    """lrd() on the GPU (the torch path: subspaces, kNN and filtrations on CUDA) against the numpy
+    path on the same states; without CUDA, the torch path on the CPU."""
     if states is None:
         rng = np.random.default_rng(0)
         states = np.cumsum(rng.standard_normal((7, 2000, 384), dtype=np.float32), axis=0)
-    cpu, gpu = _backends()
-    other = gpu or ("torch" if cpu != "torch" else "numpy")
-    seconds_ref, ref = _timed(lambda: lrd(states, backend=cpu))
-    seconds, got = _timed(lambda: lrd(states, backend=other))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    seconds_ref, ref = _timed(lambda: lrd(states, device=None))
+    seconds, got = _timed(
+        lambda: lrd(torch.from_numpy(np.ascontiguousarray(states)).to(device), device=device)
+    )
     diffs = {
-        "speed": float(np.abs(ref.frenet.speed - got.frenet.speed).max()),
-        "jaccard": float(np.abs(ref.nrs.jaccard - got.nrs.jaccard).max()),
-        "gfmi_auc": float(np.abs(ref.gfmi.auc - got.gfmi.auc).max()),
+        "speed": float(np.nanmax(np.abs(ref.frenet.speed - got.frenet.speed))),
+        "curvature": float(np.nanmax(np.abs(ref.frenet.curvature - got.frenet.curvature), initial=0.0)),
+        "d0L": abs(ref.frenet.d0L - got.frenet.d0L),
+        "jaccard": float(np.nanmax(np.abs(ref.nrs.jaccard - got.nrs.jaccard))),
+        "gfmi_auc": float(np.nanmax(np.abs(ref.gfmi.auc - got.gfmi.auc))),
     }
-    ok = max(diffs.values()) <= LRD_TOLERANCE
-    report["lrd"] = {"shape": list(states.shape), "backends": [cpu, other], "seconds": [round(seconds_ref, 3),
-                     round(seconds, 3)], "max_diff": diffs, "ok": ok}  # fmt: skip
-    print(f"lrd() {other} vs {cpu} on {states.shape}: max diff {max(diffs.values()):.1e} "
+    ok = max(diffs.values()) <= LRD_TOLERANCE and ref.undefined == got.undefined
+    report["lrd"] = {"shape": list(states.shape), "paths": ["numpy", f"torch ({device})"],
+                     "seconds": [round(seconds_ref, 3), round(seconds, 3)], "max_diff": diffs, "ok": ok}  # fmt: skip
+    print(f"lrd() torch on {device} vs numpy on {states.shape}: max diff {max(diffs.values()):.1e} "
           f"{'OK' if ok else 'FAILED'}; {seconds:.2f} s vs {seconds_ref:.2f} s")  # fmt: skip
+
+
+def check_scale(report: dict[str, Any]) -> None:
+    """CUDA only: one task's LRD stage at 33 x 4,096 x 5,000 on the GPU and its share of a 7B-shaped
+    forward of the same texts (``benchmarks/bench_scale.py --lrd-cost``)."""
+    if not torch.cuda.is_available():
+        report["scale"] = {"skipped": "no CUDA device"}
+        print("scale: skipped (no CUDA device)")
+        return
+    from benchmarks.bench_scale import lrd_cost
+
+    lrd_cost(argparse.Namespace(states=33, dim=4096, lrd_rows=5000, devices="cuda", tokens=64))
+    report["scale"] = {"printed": "above"}
 
 
 def _retrieval_folder(pairs: list[dict[str, Any]], folder: Path) -> Path:
@@ -387,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         ("extraction", lambda: check_extraction(_texts(args.texts), args.batch_size, report, args.model)),
         ("knn", lambda: check_knn(n, args.dim, args.k, report)),
         ("lrd", lambda: check_lrd(report.pop("_states", None), report)),
+        ("scale", lambda: check_scale(report)),
         (
             "throughput",
             lambda: check_throughput(_texts(args.texts), args.throughput_repeat, report, args.model),
