@@ -105,7 +105,7 @@ def filtration_components(
     flat = distances.ravel()
     thresholds = linear_percentiles(flat, percentiles)
     entry = np.searchsorted(thresholds, flat, side="left")  # first j with d <= τ_j (P: never kept)
-    order = np.argsort(entry, kind="stable")
+    order = np.argsort(entry.astype(np.min_scalar_type(thresholds.size)), kind="stable")  # a radix sort
     ends = np.cumsum(np.bincount(entry, minlength=thresholds.size + 1))[: thresholds.size]
     source = np.repeat(np.arange(n), k)[order]
     target = neighbours.ravel()[order]
