@@ -698,10 +698,11 @@ def test_the_pages_leaderboard_puts_the_headline_columns_before_the_tasks(report
     _, paths = report
     page = paths["html"].read_text()
     first_table = page[page.index("<h2>Leaderboard</h2>") :].split("</thead>")[0]
-    heads = re.findall(r"<th>(.*?)</th>", first_table)
+    heads = re.findall(r"<th(?: class=\"headline\")?>(.*?)</th>", first_table)
     assert heads[:3] == ["Model", "Variant", "Mean"]
     assert heads.index("d0L [rad]") < heads.index("A") < heads.index("B") < heads.index("Revision")
-    assert 'class="board"' in first_table
+    assert 'class="board sortable"' in first_table
+    assert re.findall(r'<th class="headline">(.*?)</th>', first_table) == heads[2 : heads.index("A")]
     assert "| Model | Variant | Revision | A | B |" in paths["markdown"].read_text()
 
 

@@ -37,7 +37,52 @@ table.provenance td { white-space: normal; }
 table.board th { white-space: normal; max-width: 9em; vertical-align: bottom; }
 table.board td:first-child, table.board th:first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
 table.board th:first-child { background: #f0f0f0; z-index: 2; }
+table.board th.headline { background: #dbe7f6; }
+table.sortable th { cursor: pointer; }
+th[aria-sort="ascending"]::after { content: " \\25B2"; }
+th[aria-sort="descending"]::after { content: " \\25BC"; }
 """
+
+_SORTING = """
+function cellKey(row, column) {
+  var text = row.cells[column] ? row.cells[column].textContent.trim() : "";
+  var number = Number(text);
+  return text === "" || text === "\\u2013" || isNaN(number) ? [1, text] : [0, number];
+}
+function sortTable(table, column, descending) {
+  table.querySelectorAll("thead th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+  table.tHead.rows[0].cells[column].setAttribute("aria-sort", descending ? "descending" : "ascending");
+  var groups = Array.prototype.slice.call(table.tBodies);
+  groups.sort(function (a, b) {
+    var x = cellKey(a.rows[0], column), y = cellKey(b.rows[0], column);
+    if (x[0] !== y[0]) { return x[0] - y[0]; }
+    var order = x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+    return descending && x[0] === 0 ? -order : order;
+  });
+  groups.forEach(function (group) { table.appendChild(group); });
+}
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+    th.title = "sort by this column (click again to reverse)";
+    th.addEventListener("click", function () {
+      sortTable(table, column, th.getAttribute("aria-sort") !== "descending");
+    });
+  });
+});
+(function () {
+  var wanted = /^#sort=([^,]+)(,asc)?$/.exec(decodeURIComponent(location.hash));
+  var board = document.querySelector("table.board");
+  if (!wanted || !board) { return; }
+  Array.prototype.forEach.call(board.tHead.rows[0].cells, function (th, column) {
+    if (th.textContent === wanted[1]) { sortTable(board, column, !wanted[2]); }
+  });
+})();
+"""
+"""Sorting of every ``sortable`` table in plain JavaScript: a click on a column's heading sorts the
+row groups (a model with its variants) by their first row, numbers descending first, missing
+values last; ``report.html#sort=<column>`` (``,asc`` for ascending) opens the leaderboard sorted."""
+
+_HEADLINE = ' class="headline"'
 
 HEADLINE_LEAD = 2
 """Leading leaderboard columns kept in place on the page: ``Model`` and ``Variant``."""
@@ -67,21 +112,29 @@ class Page:
     notes: Sequence[str] = ()
 
 
+def _model_level(table: Table) -> list[str]:
+    tail = [*table.tasks, "Tasks", "Revision"]
+    return [c for c in table.columns[HEADLINE_LEAD:] if c not in tail]
+
+
 def headline_order(table: Table) -> Table:
     """The leaderboard as the page shows it: after ``Model`` and ``Variant`` the model-level columns
     (``Mean``, best layer, the LRD scores), then the task columns, ``Tasks`` and ``Revision``, so that
     the headline numbers are on screen however many tasks there are."""
     lead = table.columns[:HEADLINE_LEAD]
     tail = [*table.tasks, "Tasks", "Revision"]
-    model_level = [c for c in table.columns if c not in lead and c not in tail]
+    model_level = _model_level(table)
     order = [table.columns.index(c) for c in [*lead, *model_level, *(c for c in tail if c in table.columns)]]
     return replace(
         table, columns=[table.columns[i] for i in order], rows=[[row[i] for i in order] for row in table.rows]
     )
 
 
-def _table(table: Table, numeric_from: int, group_rows: bool, css: str = "") -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+def _table(
+    table: Table, numeric_from: int, group_rows: bool, css: str = "", headline: Sequence[str] = ()
+) -> str:
+    """``headline``: the model-level columns, marked in the heading."""
+    head = "".join(f"<th{_HEADLINE if c in headline else ''}>{html.escape(c)}</th>" for c in table.columns)
     groups: list[list[str]] = []
     previous = None
     for index, row in enumerate(table.rows):
@@ -98,7 +151,7 @@ def _table(table: Table, numeric_from: int, group_rows: bool, css: str = "") -> 
         groups[-1].append(f"<tr{row_class}>{cells}</tr>")
         previous = group
     body = "".join(f'<tbody class="group">{"".join(rows)}</tbody>' for rows in groups)
-    attribute = f' class="{css}"' if css else ""
+    attribute = f' class="{" ".join([css, "sortable"]) if css else "sortable"}"'
     return f'<div class="scroll"><table{attribute}><thead><tr>{head}</tr></thead>{body}</table></div>'
 
 
@@ -129,7 +182,8 @@ def render_html(page: Page) -> str:
     )
     parts.append("<h2>Leaderboard</h2>")
     parts.extend(f'<p class="note">{html.escape(note)}</p>' for note in page.notes)
-    parts.append(_table(headline_order(page.leaderboard), HEADLINE_LEAD, group_rows=True, css="board"))
+    board = headline_order(page.leaderboard)
+    parts.append(_table(board, HEADLINE_LEAD, True, css="board", headline=_model_level(board)))
     if page.downloads:
         parts.append(
             "<p>Download the tables: "
@@ -158,5 +212,5 @@ def render_html(page: Page) -> str:
     parts.extend(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in page.provenance.items()
     )
-    parts.append("</table></body></html>\n")
+    parts.append(f"</table><script>{_SORTING}</script></body></html>\n")
     return "".join(parts)
