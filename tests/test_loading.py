@@ -30,3 +30,31 @@ def test_bad_input_is_one_clear_error(tmp_path):
         load_pretrained(str(tmp_path / "missing"))
     with pytest.raises(OSError, match="a folder without a loadable model"):
         load_pretrained(str(tmp_path))
+
+
+def test_an_unreachable_hub_reads_the_local_cache_only_and_says_so(monkeypatch):
+    # Without HF_HUB_OFFLINE and without an answer from the Hub, a load by id asks for local files
+    # only (no half minute of retries) and the error says why.
+    import transformers
+
+    from mteb_lrd.extraction import loading
+
+    asked: list[dict] = []
+
+    def from_pretrained(name, **options):
+        asked.append(options)
+        raise OSError(f"{name} is not in the cache")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: False)
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", from_pretrained)
+    with pytest.raises(
+        OSError, match="unreachable from here and the id is not in the Hugging Face cache"
+    ) as err:
+        load_pretrained("org/not-a-model")
+    assert asked and asked[0]["local_files_only"] is True
+    assert "Errno None" not in str(err.value)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: True)  # reachable: the ordinary load
+    with pytest.raises(OSError, match="could be loaded from huggingface.co; pass"):
+        load_pretrained("org/not-a-model")
+    assert "local_files_only" not in asked[-1]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
+import socket
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from mteb_lrd.extraction.architectures import LocatedArchitecture, locate
 
 __all__ = [
     "LoadedModel",
+    "hub_reachable",
     "is_sentence_transformer",
     "load_model",
     "load_pretrained",
@@ -153,21 +157,44 @@ def model_location(spec: str, what: str = "model") -> str:
     return str(path) if path.exists() else spec
 
 
-def _from_pretrained(name: str, load: Any) -> Any:
-    """``load(name)``, with transformers' errors for a name it cannot find turned into one line."""
-    folder = Path(name).is_dir()
+@functools.cache
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub accepts a connection within ``timeout`` seconds (asked once per
+    process). Without it, a load by id would spend about half a minute in the Hub client's retries
+    before failing or falling back to the local cache."""
+    from huggingface_hub import constants
+
+    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or "huggingface.co"
     try:
-        return load(name)
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _from_pretrained(name: str, load: Any) -> Any:
+    """``load(name, **options)``, with transformers' errors for a name it cannot find turned into one
+    line. A Hub id is read from the local cache only (``local_files_only``) when ``HF_HUB_OFFLINE``
+    is set or the Hub does not answer (:func:`hub_reachable`), so an unreachable Hub costs seconds,
+    not the client's retries."""
+    folder = Path(name).is_dir()
+    offline_env = bool(os.environ.get("HF_HUB_OFFLINE"))
+    unreachable = not folder and not offline_env and not hub_reachable()
+    try:
+        return load(name, local_files_only=True) if unreachable else load(name)
     except (OSError, ValueError) as err:
         if isinstance(err, ValueError) and not folder:
             raise
         if folder:
             reason = "a folder without a loadable model (config.json and weights, or modules.json)"
         else:
-            offline = " (HF_HUB_OFFLINE is set: only models already in the Hugging Face cache load by id)"
-            reason = "no such folder, and not a model id that could be loaded from huggingface.co" + (
-                offline if os.environ.get("HF_HUB_OFFLINE") else ""
-            )
+            reason = "no such folder, and not a model id that could be loaded from huggingface.co"
+            if offline_env:
+                reason += " (HF_HUB_OFFLINE is set: only models already in the Hugging Face cache load by id)"
+            elif unreachable:
+                reason += (
+                    " (huggingface.co is unreachable from here and the id is not in the Hugging Face cache)"
+                )
         message = f"model {name!r}: {reason}; pass a model folder"
         code = getattr(err, "errno", None)  # OSError(None, text) would print as "[Errno None] text"
         raise (OSError(code, message) if code is not None else OSError(message)) from err
@@ -216,18 +243,22 @@ def load_pretrained(
 
     loader: Any = AutoModelForCausalLM if head == "causal-lm" else AutoModel
     if head == "auto":
-        config = _from_pretrained(location, lambda n: AutoConfig.from_pretrained(n, revision=revision))
+        config = _from_pretrained(
+            location, lambda n, **o: AutoConfig.from_pretrained(n, revision=revision, **o)
+        )
         decoder = bool(getattr(config, "is_decoder", False)) or any(
             a.endswith(("ForCausalLM", "LMHeadModel")) for a in (config.architectures or [])
         )
         loader = AutoModelForCausalLM if decoder else AutoModel
     model = _from_pretrained(
-        location, lambda n: loader.from_pretrained(n, dtype=dtype or "auto", revision=revision)
+        location, lambda n, **o: loader.from_pretrained(n, dtype=dtype or "auto", revision=revision, **o)
     )
     if device is not None:
         model = model.to(device)
     if tokenizer is None:
-        tokenizer = _from_pretrained(location, lambda n: AutoTokenizer.from_pretrained(n, revision=revision))
+        tokenizer = _from_pretrained(
+            location, lambda n, **o: AutoTokenizer.from_pretrained(n, revision=revision, **o)
+        )
     return model, tokenizer
 
 
