@@ -158,6 +158,16 @@ def test_pairs_of_unequal_length_or_too_few_are_refused(extra_one, extra_two):
         ),
         ({"texts": ["a", "b", "c"], "summaries": ["frenet_d0L", "d1L"]}, "unknown summaries"),
         ({"texts": ["a", "b", "c"], "summaries": []}, "unknown summaries"),
+        ({"texts": ["a", "b", "c"], "bootstrap": 100}, "bootstrap needs STS pairs"),
+        (
+            {
+                "sentences1": ["a", "b", "c"],
+                "sentences2": ["c", "d", "e"],
+                "scores": [1, 2, 3],
+                "bootstrap": -5,
+            },
+            "bootstrap must be a positive integer",
+        ),  # fmt: skip
     ],
 )
 def test_bad_input_is_named(kwargs, message):
@@ -200,3 +210,26 @@ def test_an_uninformative_h0_logs_nan_with_its_reason_once(tiny_st_dir, caplog):
     assert first == pytest.approx(second, nan_ok=True)
     messages = [r.getMessage() for r in caplog.records if "uninformative hidden states" in r.getMessage()]
     assert len(messages) == 1 and "h_0 one vector for all texts" in messages[0]
+
+
+def test_the_bootstrap_band_of_spearman_cosine_goes_to_the_csv_only(model, pairs, tmp_path):
+    from mteb_lrd.metrics.bootstrap import bootstrap_spearman
+
+    one, two, gold = pairs
+    evaluator = LayerDynamicsEvaluator(
+        None, one, two, gold, name="dev", caps=CAPS, params=PARAMS, bootstrap=300
+    )
+    metrics = evaluator(model, output_path=str(tmp_path), epoch=0, steps=1)
+    assert not any(key.endswith(("_low", "_high")) for key in metrics)  # not in the trainer's log
+    with (tmp_path / "layer_dynamics_evaluation_dev_results.csv").open() as fh:
+        row = next(csv.DictReader(fh))
+    a, b = (model.encode(side, convert_to_numpy=True) for side in (one, two))
+    cosine = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    expected = bootstrap_spearman(cosine[None], np.asarray(gold), resamples=300)  # the report's draws
+    assert float(row["spearman_cosine_low"]) == pytest.approx(expected.low[0], abs=1e-6)
+    assert float(row["spearman_cosine_high"]) == pytest.approx(expected.high[0], abs=1e-6)
+    assert (
+        float(row["spearman_cosine_low"])
+        <= float(row["spearman_cosine"])
+        <= float(row["spearman_cosine_high"])
+    )

@@ -101,3 +101,20 @@ def test_score_names_and_range_notes_by_hand():
     assert score_name("nrs_late_jaccard") == "NRS late jaccard"
     assert range_note(np.array([11.0, 11.12, 11.05])) == "range 11–11.12 (Δ 0.12, 1.1 % of the start)"
     assert range_note(np.array([np.nan, np.nan])) == "undefined at every evaluation"
+
+
+def test_a_logged_bootstrap_interval_is_drawn_as_a_band(tmp_path):
+    path = tmp_path / "layer_dynamics_evaluation_dev_results.csv"
+    path.write_text(
+        "epoch,steps,frenet_d0L,spearman_cosine,spearman_cosine_low,spearman_cosine_high\n"
+        "0,2,1.5,0.50,0.41,0.58\n0,4,1.7,0.60,0.52,0.66\n"
+    )
+    log = read_training_log(path)
+    assert list(log.scores) == ["frenet_d0L", "spearman_cosine"]  # the bounds are no scores of their own
+    np.testing.assert_array_equal(log.bands["spearman_cosine"][0], [0.41, 0.52])
+    np.testing.assert_array_equal(log.bands["spearman_cosine"][1], [0.58, 0.66])
+    axes = [axis for axis in training_figure(log).axes if axis.get_visible()]
+    assert not axes[0].collections  # d0L has no band
+    (band,) = axes[1].collections
+    vertices = band.get_paths()[0].vertices
+    assert vertices[:, 1].min() == pytest.approx(0.41) and vertices[:, 1].max() == pytest.approx(0.66)

@@ -22,6 +22,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_text
+from mteb_lrd.metrics.bootstrap import BOOTSTRAP_CONFIDENCE, bootstrap_spearman, check_settings
 from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.permutation import unit_centred_ranks
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
@@ -80,6 +81,11 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         summaries: which LRD scores to log (default :data:`DEFAULT_SUMMARIES`; ``"all"`` for every one).
         batch_size / show_progress_bar: of the extraction pass.
         write_csv: append one row per call to ``{output_path}/layer_dynamics_evaluation_{name}_results.csv``.
+        bootstrap: with pairs, resamples of a percentile bootstrap over the pairs (the report's draws:
+            :func:`~mteb_lrd.metrics.bootstrap.bootstrap_spearman`, seed 0, 95 %) whose interval of
+            ``spearman_cosine`` the CSV gets as ``spearman_cosine_low`` / ``_high``, for the
+            training figure's band (``0``, the default: none). The LRD scores get no band: each
+            resample would need the whole LRD again.
 
     The primary metric is ``spearman_cosine`` with pairs, else the first summary (``frenet_d0L``);
     every logged score is better when higher (the paper's reading of LRD scores, and Spearman's ρ).
@@ -103,9 +109,16 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         batch_size: int = 32,
         show_progress_bar: bool = False,
         write_csv: bool = True,
+        bootstrap: int = 0,
     ) -> None:
         super().__init__()
         pairs = _pairs(sentences1, sentences2, scores)
+        if bootstrap:
+            check_settings(bootstrap, BOOTSTRAP_CONFIDENCE, name="bootstrap")
+            if not pairs[2]:
+                raise ValueError(
+                    "bootstrap needs STS pairs (sentences1, sentences2, scores): it resamples them"
+                )
         lrd_texts = list(texts) if texts is not None else [*pairs[0], *pairs[1]]
         if len(lrd_texts) < 3:
             raise ValueError(f"need at least 3 texts for the layer dynamics, got {len(lrd_texts)}")
@@ -118,6 +131,7 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         self.summaries = _summaries(summaries)
         self.name, self.caps, self.params, self.seed = name, caps, params, seed
         self.batch_size, self.show_progress_bar, self.write_csv = batch_size, show_progress_bar, write_csv
+        self.bootstrap = int(bootstrap)
         self.primary_metric = "spearman_cosine" if self.scores.size else self.summaries[0]
         self.greater_is_better = True
         self.csv_file = f"layer_dynamics_evaluation{'_' + name if name else ''}_results.csv"
@@ -140,12 +154,14 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         metrics: dict[str, float] = {key: float(summary[key]) for key in self.summaries}
         if result.undefined:  # NaN in the log: say which states and why, once per distinct cause
             self._report_undefined(result.undefined)
+        bands: dict[str, float] = {}
         if self.scores.size:
             metrics.update(self._sts(extracted.states, extracted.embeddings))
+            bands = self._band(extracted.embeddings) if self.bootstrap else {}
         logger.info("layer dynamics%s: %s", f" on {self.name}" if self.name else "",
                     ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))  # fmt: skip
         if output_path is not None and self.write_csv:
-            self._append_csv(Path(output_path), epoch, steps, metrics)
+            self._append_csv(Path(output_path), epoch, steps, {**metrics, **bands})
         metrics = self.prefix_name_to_metrics(metrics, self.name)
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
@@ -168,6 +184,18 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         return {
             "spearman_cosine": float(final),
             **{f"spearman_cosine_h{layer}": float(rho) for layer, rho in enumerate(per_layer)},
+        }
+
+    def _band(self, embeddings: np.ndarray) -> dict[str, float]:
+        """The bootstrap interval of ``spearman_cosine`` over the pairs."""
+        first, second = self._pair_rows
+        a = embeddings[first] / np.linalg.norm(embeddings[first], axis=1, keepdims=True)
+        b = embeddings[second] / np.linalg.norm(embeddings[second], axis=1, keepdims=True)
+        cosine = np.einsum("pd,pd->p", a, b, dtype=np.float64)
+        interval = bootstrap_spearman(cosine[None], self.scores, resamples=self.bootstrap)
+        return {
+            "spearman_cosine_low": float(interval.low[0]),
+            "spearman_cosine_high": float(interval.high[0]),
         }
 
     def _append_csv(self, folder: Path, epoch: int, steps: int, metrics: dict[str, float]) -> None:

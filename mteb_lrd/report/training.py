@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ __all__ = [
 
 _KEY = re.compile(r"(?:^|_)((?:frenet|nrs|gfmi)_\w+|spearman_cosine(?:_h\d+)?)$")
 _LAYER = re.compile(r"^spearman_cosine_h(\d+)$")
+_BAND = ("_low", "_high")
 
 SCORE_NAMES: dict[str, str] = {
     "frenet_d0L": "d0L: Frenet end-to-end displacement [rad]",
@@ -71,12 +72,15 @@ class TrainingLog:
         step_label: what ``steps`` counts (``"training step"`` or ``"evaluation"``).
         scores: LRD score name → ``(n,)`` values (``frenet_d0L``, …; ``spearman_cosine`` with pairs).
         layers: ``(n, L+1)`` per-layer Spearman of each evaluation, or ``None`` without pairs.
+        bands: score name → ``(low, high)`` bootstrap bounds at each evaluation, for the scores the
+            log has them for (the evaluator's ``bootstrap``: ``<score>_low`` / ``<score>_high``).
     """
 
     steps: np.ndarray
     step_label: str
     scores: dict[str, np.ndarray]
     layers: np.ndarray | None
+    bands: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _rows_from_csv(path: Path) -> list[dict[str, float]]:
@@ -111,7 +115,11 @@ def read_training_log(path: str | Path) -> TrainingLog:
         rows = _rows_from_trainer_state(source) if source.suffix == ".json" else _rows_from_csv(source)
     except (ValueError, json.JSONDecodeError) as error:
         raise ValueError(f"{source}: not a layer-dynamics training log ({error})") from None
-    keys = {match.group(1): k for k in (rows[0] if rows else {}) if (match := _KEY.search(k))}
+    columns = list(rows[0]) if rows else []
+    bounds = {
+        c for c in columns if c.endswith(_BAND) and all(c.rsplit("_", 1)[0] + e in columns for e in _BAND)
+    }
+    keys = {match.group(1): k for k in columns if k not in bounds and (match := _KEY.search(k))}
     if not keys:
         raise ValueError(
             f"{source} holds no layer-dynamics metric (frenet_*, nrs_*, gfmi_*, spearman_cosine*)"
@@ -123,8 +131,10 @@ def read_training_log(path: str | Path) -> TrainingLog:
     scores = {
         short: np.array([row[k] for row in rows]) for short, k in keys.items() if not _LAYER.match(short)
     }
+    bands = {short: (np.array([row[k + "_low"] for row in rows]), np.array([row[k + "_high"] for row in rows]))
+             for short, k in keys.items() if k + "_low" in bounds}  # fmt: skip
     return TrainingLog(steps if known else np.arange(1.0, len(rows) + 1), "training step" if known else "evaluation",
-                       scores, layers)  # fmt: skip
+                       scores, layers, bands)  # fmt: skip
 
 
 def training_figure(log: TrainingLog, title: str = "Layer dynamics during training") -> Figure:
@@ -138,6 +148,12 @@ def training_figure(log: TrainingLog, title: str = "Layer dynamics during traini
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for axis, (name, values) in zip(axes, log.scores.items(), strict=False):
         axis.plot(log.steps, values, marker="o", ms=3)
+        if name in log.bands:
+            low, high = log.bands[name]
+            axis.fill_between(
+                log.steps, low, high, alpha=0.25, linewidth=0, label="95 % bootstrap over pairs"
+            )
+            axis.legend(fontsize=7, loc="best")
         axis.set_xlabel(log.step_label, fontsize=9)
         axis.set_ylabel(score_name(name), fontsize=8)
         axis.set_title(
