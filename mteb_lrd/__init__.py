@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "prune": "mteb_lrd.integration.pruned_models",
     "PruneOptions": "mteb_lrd.pruning.options",
     "skip_blocks": "mteb_lrd.pruning.surgery",
-    "pruning_record": "mteb_lrd.pruning.record",
+    "pruning_record": "mteb_lrd.models.pruning_record",
     "choose_blocks": "mteb_lrd.pruning.choose",
     "local_task": "mteb_lrd.integration.local_tasks",
     "sts_tasks": "mteb_lrd.integration.shared_tasks",
@@ -75,8 +75,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
     from mteb_lrd.metrics.nrs import NRSResult, nrs  # noqa: F401
     from mteb_lrd.metrics.params import MetricParams  # noqa: F401
+    from mteb_lrd.models.pruning_record import pruning_record  # noqa: F401
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
     from mteb_lrd.pruning.options import PruneOptions  # noqa: F401
-    from mteb_lrd.pruning.record import pruning_record  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from transformers import AutoModel, AutoModelForCausalLM
 
 from mteb_lrd import prune
-from mteb_lrd.pruning.record import pruning_record
+from mteb_lrd.models.pruning_record import pruning_record
 from mteb_lrd.pruning.surgery import skip_blocks, validate_blocks
 from tests.tiny_models import DECODERS, load_tiny_tokenizer
 

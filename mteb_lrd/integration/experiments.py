@@ -25,7 +25,7 @@ from typing import Any
 from mteb.models import ModelMeta
 
 from mteb_lrd.extraction.architectures import locate
-from mteb_lrd.pruning.record import in_base_numbering, pruning_record
+from mteb_lrd.models.pruning_record import in_base_numbering, pruning_record
 
 __all__ = [
     "EXPERIMENT_KEYS",

@@ -1,1 +1,2 @@
-"""Models: the offline panel, resolving a model name or path to a folder, and loading it for MTEB."""
+"""Models: the offline panel, resolving a model name or path to a folder, loading it for MTEB, and
+its identity (name, revision, the pruning record a pruned model carries)."""

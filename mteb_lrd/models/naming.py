@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.pruning.record import pruning_record
+from mteb_lrd.models.pruning_record import pruning_record
 
 __all__ = [
     "DEFAULT_MODEL_NAME",

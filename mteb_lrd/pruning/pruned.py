@@ -31,8 +31,8 @@ from mteb_lrd.extraction.architectures import locate, unwrap_transformers_model
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.models.naming import model_name, model_revision
+from mteb_lrd.models.pruning_record import PRUNING_CONFIG_KEY, in_base_numbering, pruning_record
 from mteb_lrd.pruning.options import PruneOptions
-from mteb_lrd.pruning.record import PRUNING_CONFIG_KEY, in_base_numbering, pruning_record
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
 __all__ = ["PRUNED_TAGS", "describe", "prune"]
