@@ -19,7 +19,7 @@
      a worker thread once a subset's expected texts are encoded (``background_lrd``, on by
      default), while mteb scores the subset and the per-layer scores run: waiting for that worker
      (``BackgroundDynamics.result`` / ``wait``), or measuring them in mteb's thread when the
-     worker's result is dropped (``augmentation.layer_dynamics``, re-encoded texts included). The
+     worker's result is dropped (``augmentation.task_layer_dynamics``, re-encoded texts included). The
      measurement's own duration (``LRDSample.measure``, in whichever thread) is printed beside it;
    * per-layer scoring: ``augmentation.per_layer_scores``;
    * rest: the remaining difference (seams, expected-text count, bookkeeping).
@@ -185,7 +185,7 @@ def install_stage_timers(model: SentenceTransformer) -> None:
     _accumulate(LRDSample, "record", "store", inside="encode")  # every state of the sampled texts
     # The LRD runs in a worker thread once a subset's expected texts are encoded (background_lrd):
     # mteb's thread waits for it (BackgroundDynamics.result / wait) before the layer keys are
-    # written, or measures it itself (augmentation.layer_dynamics) when the worker's result is
+    # written, or measures it itself (augmentation.task_layer_dynamics) when the worker's result is
     # dropped; LRDSample.measure is the measurement itself, in whichever thread.
     _accumulate(BackgroundDynamics, "result", "lrd", outside="encode")
     _accumulate(BackgroundDynamics, "wait", "lrd", outside="encode")

@@ -120,7 +120,7 @@ def child(args: argparse.Namespace) -> dict[str, float]:
     def no_reencode(missing: list) -> None:
         raise AssertionError(f"{len(missing)} sampled texts were not kept")
 
-    result = augmentation.layer_dynamics(sample, options, {}, no_reencode)
+    result = augmentation.task_layer_dynamics(sample, options, {}, no_reencode)
     lrd_seconds, lrd_cpu = time.perf_counter() - start, time.process_time() - cpu
     start = time.perf_counter()
     for position in range(len(layers)):  # per-layer retrieval stand-in: corpus chunks of the planned size

@@ -31,7 +31,7 @@ from mteb_lrd.extraction.architectures import locate  # noqa: E402
 from mteb_lrd.integration.shared_tasks import shared_sts_dir  # noqa: E402
 from mteb_lrd.models.panel import PANEL  # noqa: E402
 from mteb_lrd.models.panel_install import prepare  # noqa: E402
-from mteb_lrd.pruning.pruned import prune  # noqa: E402
+from mteb_lrd.pruning.pruned import pruned_copy as prune  # noqa: E402
 from mteb_lrd.pruning.rules import candidate_block_sets  # noqa: E402
 from mteb_lrd.pruning.shared_prefix import encode_variants  # noqa: E402
 

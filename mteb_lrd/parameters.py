@@ -14,7 +14,7 @@ import numpy as np
 from mteb_lrd.metrics.params import MetricParams, is_int
 from mteb_lrd.metrics.states import subsample
 
-__all__ = ["DEFAULT_CAPS", "DEFAULT_PARAMS", "DEFAULT_SEED", "Caps", "MetricParams", "rows_union"]
+__all__ = ["DEFAULT_CAPS", "DEFAULT_PARAMS", "DEFAULT_SEED", "Caps", "rows_union"]
 
 DEFAULT_SEED = 42
 

@@ -15,14 +15,13 @@ from mteb_lrd.metrics.frenet import frenet_by_layer
 from mteb_lrd.metrics.gfmi import gfmi_by_layer
 from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.nrs import nrs_by_layer
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES, authors_frenet_summary
-from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams, rows_union
+from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, rows_union
 
 __all__ = [
     "SHARED_SEARCH_BYTES",
-    "Caps",
     "LayerDynamics",
-    "MetricParams",
     "RowSource",
     "degenerate_input_warnings",
     "degenerate_layer_warnings",

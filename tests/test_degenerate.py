@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 import pytest
 
-from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.metrics.params import MetricParams
+from mteb_lrd.parameters import Caps
 from mteb_lrd.pipeline import degenerate_input_warnings, layer_dynamics
 
 PARAMS = MetricParams(nrs_k=3, gfmi_k=3, n_anchors=20)

@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import with_layer_dynamics
 from mteb_lrd.cli import main
-from mteb_lrd.cli.checks import HUB_HINT, describe
+from mteb_lrd.cli.checks import HUB_HINT, error_line
 from mteb_lrd.integration.seams import ResultFileError
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
@@ -248,7 +248,7 @@ def test_torn_result_file_is_named_for_plain_models_too(tiny_st_dir, tmp_path):
         mteb.evaluate(model, [sts_task()], cache=cache, **RUN)
 
 
-# -- describe: one line for each error class ------------------------------------------------------
+# -- error_line: one line for each error class ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -265,8 +265,8 @@ def test_torn_result_file_is_named_for_plain_models_too(tiny_st_dir, tmp_path):
          f"Couldn't reach 'mteb/sts22' on the Hub (OfflineModeIsEnabled): {HUB_HINT}"),
     ],
 )  # fmt: skip
-def test_describe_is_one_line_naming_the_thing(err, expected):
-    assert describe(err) == expected
+def test_error_line_is_one_line_naming_the_thing(err, expected):
+    assert error_line(err) == expected
 
 
 # -- the same models through the Python API ---------------------------------------------------------

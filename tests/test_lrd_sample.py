@@ -12,7 +12,8 @@ from mteb_lrd.integration import expected_texts as expected_module
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.lrd_sample import LRDSample
 from mteb_lrd.integration.store import VectorStore
-from mteb_lrd.parameters import Caps, MetricParams
+from mteb_lrd.metrics.params import MetricParams
+from mteb_lrd.parameters import Caps
 from mteb_lrd.pipeline import layer_dynamics
 from tests.mteb_helpers import retrieval_task, sts_task
 from tests.tiny_models import WORDS

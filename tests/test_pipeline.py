@@ -7,8 +7,10 @@ import pytest
 
 from mteb_lrd import frenet, gfmi, lrd, nrs
 from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import subsample
-from mteb_lrd.pipeline import Caps, MetricParams, layer_dynamics, profile_texts
+from mteb_lrd.parameters import Caps
+from mteb_lrd.pipeline import layer_dynamics, profile_texts
 from tests.tiny_models import load_tiny_tokenizer
 
 

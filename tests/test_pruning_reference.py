@@ -14,7 +14,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoModelForCausalLM
 
-from mteb_lrd.pruning.pruned import prune
+from mteb_lrd.pruning.pruned import pruned_copy as prune
 from tests.tiny_models import DECODERS, load_tiny_tokenizer
 
 BLOCK_PREFIX = re.compile(r"^(.*?(?:layers|layer|h))\.(\d+)\.(.*)$")

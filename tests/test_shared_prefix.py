@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from mteb_lrd.pruning.pruned import prune
+from mteb_lrd.pruning.pruned import pruned_copy as prune
 from mteb_lrd.pruning.shared_prefix import encode_variants, resumed_from
 from tests.tiny_models import build_tiny_sentence_transformer
 

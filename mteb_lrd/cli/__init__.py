@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``TypeError``, ``KeyError``, ``ImportError`` or ``RuntimeError`` prints
     ``mteb-lrd <command>: error: <what, naming the path>`` on stderr.
     """
-    from mteb_lrd.cli.checks import describe, preflight
+    from mteb_lrd.cli.checks import error_line, preflight
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ERRORS as err:
         if args.verbose:
             raise
-        print(f"mteb-lrd {args.command}: error: {describe(err)}", file=sys.stderr)
+        print(f"mteb-lrd {args.command}: error: {error_line(err)}", file=sys.stderr)
         return 2
 
 

@@ -3,7 +3,7 @@
 Before a command loads a model, :func:`preflight` checks that every folder or file it will write
 (``--results``, ``--output``, ``--out``, ``--cache-dir``, ...) can be written, that a model given as
 a path exists, and, offline, that every MTEB task asked for is available without the Hub. After
-that, :func:`describe` turns any error into one line that names the path or the thing at fault.
+that, :func:`error_line` turns any error into one line that names the path or the thing at fault.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mteb_lrd.extraction.loading import model_location
 
-__all__ = ["HUB_HINT", "check_writable", "describe", "preflight"]
+__all__ = ["HUB_HINT", "check_writable", "error_line", "preflight"]
 
 # argparse destinations that are written to, by command (other commands: all of these)
 _WRITTEN = ("results", "output", "out", "cache_dir", "data_dir", "output_dir")
@@ -155,7 +155,7 @@ def _is_hub_error(err: BaseException) -> bool:
     )
 
 
-def describe(err: BaseException) -> str:
+def error_line(err: BaseException) -> str:
     """One line saying what went wrong, naming the file / folder / key at fault."""
     if isinstance(err, KeyError):
         message = str(err.args[0]) if err.args else "a required key is missing"

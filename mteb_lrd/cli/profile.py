@@ -11,8 +11,10 @@ from mteb_lrd.defaults import default_model_path, demo_texts
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_json
 from mteb_lrd.metrics.knn import BACKENDS
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.models import loading
-from mteb_lrd.pipeline import Caps, MetricParams, profile_texts
+from mteb_lrd.parameters import Caps
+from mteb_lrd.pipeline import profile_texts
 
 __all__ = ["register", "run", "read_text_file"]
 

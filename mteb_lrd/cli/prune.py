@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg
-from mteb_lrd.cli.run import add_lrd_options, evaluate_model, lrd_options, print_summary
+from mteb_lrd.cli.run import add_lrd_options, lrd_options, print_summary, run_one_model
 from mteb_lrd.models import loading
 from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.pruning.rules import RULES
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if tasks is not None:  # lines labelled by what the user named: the saved folder, else the source
             label = str(out) if out is not None else f"{args.model} without blocks {record['removed_blocks']}"
-            print_summary(label, evaluate_model(str(staging), tasks, args, options, label))
+            print_summary(label, run_one_model(str(staging), tasks, args, options, label))
     finally:
         if out is None or staging != out:
             shutil.rmtree(staging, ignore_errors=True)

@@ -142,15 +142,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def evaluate_model(
+def run_one_model(
     spec: str, tasks: list, args: argparse.Namespace, options: dict, label: str | None = None
 ) -> list:
     """Run one model on ``tasks`` with the wrapper (the step a Ray unit runs for one task); returns
     mteb's task results. ``label``: how the disk line names the model (default ``spec``)."""
-    from mteb_lrd.integration.model_evaluation import evaluate_model as evaluate
+    from mteb_lrd.integration.model_evaluation import evaluate_model
 
     cache_dir, temporary = extraction_cache(spec, args)
-    evaluated = evaluate(spec, tasks, unit_config(args, options), None if cache_dir is None else str(cache_dir),
+    evaluated = evaluate_model(spec, tasks, unit_config(args, options), None if cache_dir is None else str(cache_dir),
                          progress=show_progress(args))  # fmt: skip
     print(disk_line(label or spec, evaluated.wrapped, cache_dir, temporary))
     if temporary and cache_dir is not None:  # every result is written: the vectors are not needed to resume
@@ -189,6 +189,6 @@ def run(args: argparse.Namespace) -> int:
     if args.executor == "ray":
         return run_on_ray(args, models, options)
     for spec in Progress(models, desc="models", unit="model", show=len(models) > 1 and sys.stderr.isatty()):
-        print_summary(spec, evaluate_model(spec, tasks, args, options))
+        print_summary(spec, run_one_model(spec, tasks, args, options))
     print(f"results in {args.results}; `mteb-lrd report {args.results}` builds the leaderboard")
     return 0

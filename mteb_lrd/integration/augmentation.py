@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from mteb_lrd.integration.store import TextKey
     from mteb_lrd.metrics.lrd import LRDResult
 
-__all__ = ["augment_scores", "layer_dynamics", "per_layer_scores"]
+__all__ = ["augment_scores", "per_layer_scores", "task_layer_dynamics"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ SubsetEvaluator = Callable[..., dict[str, Any]]
 """The task's own (unwrapped) subset method: ``(task, model, data_split, **kwargs) -> scores``."""
 
 
-def layer_dynamics(
+def task_layer_dynamics(
     sample: LRDSample,
     options: LayerDynamicsOptions,
     info: Mapping[str, Any],
@@ -242,7 +242,9 @@ def augment_scores(
                 "run": run_provenance(),
             }
             early = wrapper.background.result(len(wrapper.sample))
-            scores["layer_dynamics"] = layer_dynamics(wrapper.sample, options, info, wrapper.reencode, early)
+            scores["layer_dynamics"] = task_layer_dynamics(
+                wrapper.sample, options, info, wrapper.reencode, early
+            )
             release_freed_memory()
         if options.per_layer:
             scores["per_layer"] = per_layer_scores(

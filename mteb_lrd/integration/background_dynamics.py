@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
 from mteb_lrd.metrics.lrd import LRDResult
-from mteb_lrd.parameters import MetricParams
+from mteb_lrd.metrics.params import MetricParams
 
 __all__ = ["BackgroundDynamics"]
 

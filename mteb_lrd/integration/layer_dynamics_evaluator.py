@@ -24,8 +24,9 @@ from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.metrics.bootstrap import BOOTSTRAP_CONFIDENCE, bootstrap_spearman, check_settings
 from mteb_lrd.metrics.lrd import LRDResult, lrd
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.permutation import unit_centred_ranks
-from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps, MetricParams
+from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps
 from mteb_lrd.pipeline import layer_dynamics, lrd_summary
 
 __all__ = ["DEFAULT_SUMMARIES", "LayerDynamicsEvaluator", "layer_spearman", "summary_keys"]

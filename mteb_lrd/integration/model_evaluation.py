@@ -93,9 +93,9 @@ def evaluate_model(
             spec, device=config.device, name=config.name, revision=config.revision
         )
         if blocks:
-            from mteb_lrd.pruning.pruned import prune
+            from mteb_lrd.pruning.pruned import pruned_copy
 
-            model = prune(model, list(blocks), name=name, tokenizer=tokenizer)
+            model = pruned_copy(model, list(blocks), name=name, tokenizer=tokenizer)
         wrapped = with_layer_dynamics(model, tokenizer=tokenizer, device=config.device, name=name,
                                       revision=config.revision, cache_dir=cache_dir, **options)  # fmt: skip
         wrapped.loaded_by = "mteb-lrd"

@@ -9,7 +9,8 @@ from typing import Any
 
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice, covers
 from mteb_lrd.integration.store import check_store_options
-from mteb_lrd.parameters import DEFAULT_SEED, Caps, MetricParams
+from mteb_lrd.metrics.params import MetricParams
+from mteb_lrd.parameters import DEFAULT_SEED, Caps
 
 __all__ = [
     "DOCUMENT_TYPES",

@@ -1,10 +1,10 @@
-"""``mteb_lrd.prune``: :func:`mteb_lrd.pruning.pruned.prune`, with mteb's metadata hook installed
+"""``mteb_lrd.prune``: :func:`mteb_lrd.pruning.pruned.pruned_copy`, with mteb's metadata hook installed
 when a pruned model is built, so that plain ``mteb.evaluate`` stores its results as an experiment
 of the base model (:mod:`mteb_lrd.integration.experiments`). The pruning itself knows nothing of mteb."""
 
 from __future__ import annotations
 
-import functools
+import inspect
 from typing import Any
 
 from mteb_lrd.integration import experiments
@@ -13,7 +13,10 @@ from mteb_lrd.pruning import pruned
 __all__ = ["prune"]
 
 
-@functools.wraps(pruned.prune)
 def prune(*args: Any, **kwargs: Any) -> Any:  # noqa: D103 - the docstring is the pruning's own
     experiments.install_hook()
-    return pruned.prune(*args, **kwargs)
+    return pruned.pruned_copy(*args, **kwargs)
+
+
+prune.__doc__ = pruned.pruned_copy.__doc__
+prune.__signature__ = inspect.signature(pruned.pruned_copy)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from mteb_lrd.metrics.informative import first_informative, rank_reason, spread_rank, touches, unmasked
-from mteb_lrd.metrics.on_device import DeviceLayers, TorchSubspaces, resolve_device
+from mteb_lrd.metrics.on_device import DeviceLayers, TorchSubspaces, metrics_device
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, safe_ratio, third
@@ -228,14 +228,14 @@ def frenet(
             real dtype); rows are L2-normalised here, NaN / Inf / zero rows dropped and counted.
         rank: a fixed subspace dimension; ``None`` picks it from the last layer's explained variance.
         var_threshold: variance share for the automatic rank.
-        device: where the decompositions run (:func:`~mteb_lrd.metrics.on_device.resolve_device`):
+        device: where the decompositions run (:func:`~mteb_lrd.metrics.on_device.metrics_device`):
             ``"auto"`` a GPU tensor's device or a visible CUDA device, else numpy; ``None``: numpy;
             ``"cuda"``, ``"cpu"``, ...: torch on that device.
 
     Raises:
         ValueError: fewer than 2 layers, fewer than 2 valid rows, or a rank below 1.
     """
-    on = resolve_device(device, states)
+    on = metrics_device(device, states)
     if on is not None:
         _checked_rank(rank, var_threshold)
         layers = DeviceLayers.of(states, on, min_rows=2, what="frenet")
@@ -301,7 +301,7 @@ def frenet_by_layer(
         ValueError: fewer than 2 layers, fewer than 2 valid rows, or a bad rank / threshold.
     """
     _checked_rank(rank, var_threshold)
-    on = resolve_device(device)
+    on = metrics_device(device)
     reader = LayerReader.of(read_layer, num_states, min_rows=2, what="frenet")
     return frenet_of_units(reader.unit, num_states, rank, var_threshold, reader.n_dropped, on)
 

@@ -15,7 +15,7 @@ from scipy.sparse.csgraph import connected_components
 
 from mteb_lrd.metrics.informative import first_informative, neighbour_reasons, row_check, unmasked
 from mteb_lrd.metrics.knn import knn, resolve_backend
-from mteb_lrd.metrics.on_device import resolve_device, search_on_device, torch_rows
+from mteb_lrd.metrics.on_device import metrics_device, search_on_device, torch_rows
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import LayerReader, prepare_states
 from mteb_lrd.metrics.summaries import depth_slope, safe_mean, third
@@ -248,7 +248,7 @@ def gfmi_by_layer(
     Args:
         read_layer: ``l -> (N, d)`` vectors of hidden state ``l`` (the same N texts for every ``l``).
         num_states: ``L + 1``.
-        device: a torch device (:func:`~mteb_lrd.metrics.on_device.resolve_device`) where each
+        device: a torch device (:func:`~mteb_lrd.metrics.on_device.metrics_device`) where each
             layer's search and filtration run (:mod:`~mteb_lrd.metrics.on_device`); ``None``: numpy
             and ``backend``.
 
@@ -256,7 +256,7 @@ def gfmi_by_layer(
         ValueError: fewer than 2 layers, ``N <= k``, or invalid parameters.
     """
     p = _validate_parameters(k, percentiles, backend)
-    on = resolve_device(device)
+    on = metrics_device(device)
     reader = LayerReader.of(read_layer, num_states, min_rows=k + 1, what=f"gfmi with k={k}")
     components, checks = [], []
     for layer in range(num_states):  # one layer held at a time

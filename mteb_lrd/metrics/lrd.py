@@ -19,7 +19,7 @@ from mteb_lrd.metrics.gfmi import GFMIResult, _validate_percentiles, build_gfmi_
 from mteb_lrd.metrics.informative import RowCheck, neighbour_reasons, reasons_by_state, row_check
 from mteb_lrd.metrics.knn import knn, resolve_backend
 from mteb_lrd.metrics.nrs import NRSResult, anchor_ids, build_nrs_result
-from mteb_lrd.metrics.on_device import DeviceLayers, resolve_device, search_on_device
+from mteb_lrd.metrics.on_device import DeviceLayers, metrics_device, search_on_device
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.states import prepare_states
 
@@ -132,7 +132,7 @@ def lrd(
     parameters are the keywords, or one validated :class:`~mteb_lrd.metrics.params.MetricParams`
     (``params=``; the keywords then stay at their defaults).
 
-    ``device`` (:func:`~mteb_lrd.metrics.on_device.resolve_device`; also ``params.device``): by
+    ``device`` (:func:`~mteb_lrd.metrics.on_device.metrics_device`; also ``params.device``): by
     default (``"auto"``) a tensor on a GPU is measured there, anything else on a CUDA device when
     torch sees one, else in numpy; ``None``: numpy; a torch device name (``"cuda"``, ``"cpu"``)
     runs the torch path there (:mod:`~mteb_lrd.metrics.on_device`), one hidden state at a time, with the same
@@ -164,7 +164,7 @@ def lrd(
     p = _validate_percentiles(percentiles)
     resolve_backend(backend)
     k_max = max(nrs_k, gfmi_k)
-    on = resolve_device(device, states)
+    on = metrics_device(device, states)
     what = f"lrd with k={k_max}"
     if on is None:
         prepared = prepare_states(states, min_rows=k_max + 1, what=what)

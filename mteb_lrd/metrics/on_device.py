@@ -33,7 +33,7 @@ __all__ = [
     "TorchSubspaces",
     "filtration_components_on_device",
     "knn_on_device",
-    "resolve_device",
+    "metrics_device",
     "row_check_on_device",
     "search_on_device",
     "torch_rows",
@@ -46,7 +46,7 @@ def _torch() -> Any:
     return torch
 
 
-def resolve_device(device: str | None, states: object = None) -> str | None:
+def metrics_device(device: str | None, states: object = None) -> str | None:
     """The torch device the metrics run on, or ``None`` for the numpy path.
 
     ``"auto"`` (the default everywhere): the device of ``states`` when it is a tensor on a GPU,

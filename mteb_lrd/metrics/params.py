@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from mteb_lrd.metrics.knn import BACKENDS
-from mteb_lrd.metrics.on_device import resolve_device
+from mteb_lrd.metrics.on_device import metrics_device
 
 __all__ = ["MetricParams", "is_int"]
 
@@ -27,7 +27,7 @@ class MetricParams:
         nrs_k / n_anchors: NRS neighbourhood size and anchor count.
         gfmi_k / percentiles: GFMI graph degree and percentile grid (``None``: ``linspace(5, 95, 20)``).
         backend: the kNN backend of the numpy path (:data:`mteb_lrd.metrics.knn.BACKENDS`).
-        device: where the metrics run (:func:`~mteb_lrd.metrics.on_device.resolve_device`):
+        device: where the metrics run (:func:`~mteb_lrd.metrics.on_device.metrics_device`):
             ``"auto"`` (a CUDA device when torch sees one, else numpy), ``None`` (numpy, or the
             device of a GPU tensor) or a torch device name.
 
@@ -56,7 +56,7 @@ class MetricParams:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}; got {self.backend!r}")
         if self.device is not None:
-            resolve_device(self.device)
+            metrics_device(self.device)
 
     def clamped(self, n_nrs: int, n_gfmi: int) -> MetricParams:
         """These parameters with the neighbourhood sizes cut to ``N - 1`` of each family's sample

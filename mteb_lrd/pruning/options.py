@@ -1,4 +1,4 @@
-"""What :func:`~mteb_lrd.pruning.pruned.prune` removes and how it names the result: one frozen,
+"""What :func:`~mteb_lrd.pruning.pruned.pruned_copy` removes and how it names the result: one frozen,
 validated options object, the keywords of ``prune`` one to one."""
 
 from __future__ import annotations

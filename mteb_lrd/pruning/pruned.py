@@ -35,7 +35,7 @@ from mteb_lrd.models.pruning_record import PRUNING_CONFIG_KEY, in_base_numbering
 from mteb_lrd.pruning.options import PruneOptions
 from mteb_lrd.pruning.surgery import remove_blocks, validate_blocks
 
-__all__ = ["PRUNED_TAGS", "describe", "prune"]
+__all__ = ["PRUNED_TAGS", "describe", "pruned_copy"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _pruned_template(template: Path, record: dict[str, Any]) -> Path:
     return path
 
 
-def prune(
+def pruned_copy(
     model: Any,
     blocks: Sequence[int] | None = None,
     *,

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mteb_lrd.extraction.templates import resolve_template
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
-from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps
 from mteb_lrd.pruning.choose import BUDGETS, RANDOM_SEEDS
 from mteb_lrd.studies.runner import LRD_PROMPTS, TEXT_ORDERS
 

@@ -94,11 +94,11 @@ def measure_speedup(
 def _pruned(model: StudyModel, blocks: list[int]) -> tuple[StudyModel, Any]:
     """The pruned model (for timing) and what mteb scores: the pruned copy (a SentenceTransformer or a
     transformers model, its pruning record on the config)."""
-    from mteb_lrd.pruning.pruned import prune
+    from mteb_lrd.pruning.pruned import pruned_copy
 
     if not blocks:
         return model, model.model
-    pruned = prune(model.model, blocks)
+    pruned = pruned_copy(model.model, blocks)
     return dataclasses.replace(model, model=pruned, layers=model.layers - len(blocks)), pruned
 
 

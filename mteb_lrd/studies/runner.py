@@ -25,10 +25,11 @@ from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.extraction.loading import load_pretrained
 from mteb_lrd.extraction.templates import apply_template, resolve_template
 from mteb_lrd.io import atomic_write_json, read_json
+from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
 from mteb_lrd.models.panel import PANEL
 from mteb_lrd.models.panel_install import prepare
-from mteb_lrd.parameters import DEFAULT_CAPS, Caps, MetricParams, rows_union
+from mteb_lrd.parameters import DEFAULT_CAPS, Caps, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
 from mteb_lrd.progress import Progress
 

@@ -16,7 +16,7 @@ from mteb_lrd import frenet, lrd
 from mteb_lrd.metrics.frenet import frenet_by_layer
 from mteb_lrd.metrics.gfmi import filtration_components, gfmi_by_layer
 from mteb_lrd.metrics.knn import knn
-from mteb_lrd.metrics.on_device import filtration_components_on_device, knn_on_device, resolve_device
+from mteb_lrd.metrics.on_device import filtration_components_on_device, knn_on_device, metrics_device
 from mteb_lrd.metrics.params import MetricParams
 from tests.metrics.test_gfmi import _same_partition
 
@@ -120,13 +120,13 @@ def test_filtration_on_a_device_equals_the_numpy_filtration(n, k, levels, seed, 
 
 
 def test_devices_are_resolved_or_refused_clearly():
-    assert resolve_device(None, torch.zeros(2, 3, 4)) is None
-    assert resolve_device("cpu") == "cpu"
+    assert metrics_device(None, torch.zeros(2, 3, 4)) is None
+    assert metrics_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="torch device"):
-        resolve_device("quantum")
+        metrics_device("quantum")
     with pytest.raises(ValueError, match="torch device"):
         MetricParams(device="quantum")
     if not torch.cuda.is_available():
-        assert resolve_device("auto", torch.zeros(2, 3, 4)) is None  # numpy here
+        assert metrics_device("auto", torch.zeros(2, 3, 4)) is None  # numpy here
         with pytest.raises(ValueError, match="no CUDA device"):
             lrd(np.zeros((2, 40, 3)), device="cuda")

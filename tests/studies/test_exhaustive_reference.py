@@ -89,7 +89,7 @@ def test_bad_subset_sizes_are_refused():
 
 
 def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_dir, monkeypatch):  # noqa: F811
-    from mteb_lrd.pruning.pruned import prune
+    from mteb_lrd.pruning.pruned import pruned_copy as prune
     from mteb_lrd.report.studies import write_prune_report
     from mteb_lrd.studies import pruning
     from mteb_lrd.studies.pruning import run_prune_study
