@@ -134,8 +134,7 @@ def measure_pruning_cell(
     subsets = {size: candidate_block_sets(cell.states.shape[0], size, pruning.protect, pruning.mapping)  # type: ignore[arg-type]
                for size in pruning.all_subsets}  # fmt: skip
     block_sets = [c["blocks"] for c in choices] + [b for sets in subsets.values() for b in sets]
-    done = _score_variants(model, task, texts[: pruning.speed_texts], block_sets, scratch,
-                           options.batch_size, speed_cache, pruning.shared_prefix, texts)  # fmt: skip
+    done = _score_variants(model, task, texts, block_sets, scratch, options.batch_size, speed_cache, pruning)
     base = done[""]
     for choice in choices:
         scored_variant = done[block_key(choice["blocks"])]
@@ -197,34 +196,32 @@ def _choices(
 def _score_variants(
     model: StudyModel,
     task: Any,
-    speed_texts: Sequence[str],
+    texts: Sequence[str],
     block_sets: Sequence[Sequence[int]],
     scratch: Path,
     batch_size: int,
     speed_cache: dict[int, float],
-    shared_prefix: bool = True,
-    task_texts: Sequence[str] | None = None,
+    pruning: PruneStudyOptions,
 ) -> dict[str, dict[str, float]]:
     """The MTEB score and speed-up of the base and of every distinct block set, resuming from (and
-    recording to) ``scratch/variants.json`` after each; ``speed_texts`` are timed.
+    recording to) ``scratch/variants.json`` after each; the first ``pruning.speed_texts`` of the
+    task's distinct ``texts`` are timed.
 
-    With ``shared_prefix`` a SentenceTransformer's variants are encoded together
+    With ``pruning.shared_prefix`` a SentenceTransformer's variants are encoded together
     (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept in
-    ``scratch/vectors`` until the cell is done; ``task_texts``, the task's distinct texts, are
-    encoded together); otherwise each variant is a pruned copy encoded on its own.
+    ``scratch/vectors`` until the cell is done; the task's ``texts`` are encoded together);
+    otherwise each variant is a pruned copy encoded on its own.
     """
     from mteb_lrd.integration.pruned_variants import PrunedVariants
 
     progress = scratch / "variants.json"
     done: dict[str, dict[str, float]] = (read_record(progress) or {}).get("variants", {})
     distinct = [()] + sorted({tuple(b) for b in block_sets})
-    speed_sample = model.texts(list(speed_texts))
+    speed_sample = model.texts(list(texts[: pruning.speed_texts]))
     shared = None
-    if shared_prefix and model.tokenizer is None:
+    if pruning.shared_prefix and model.tokenizer is None:
         pending = [b for b in distinct if block_key(b) not in done]
-        shared = PrunedVariants(
-            model.model, pending, scratch / "vectors", batch_size=batch_size, texts=task_texts
-        )
+        shared = PrunedVariants(model.model, pending, scratch / "vectors", batch_size=batch_size, texts=texts)
     for blocks in distinct:
         key = block_key(blocks)
         if key in done:
