@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "extract_layer_states": "mteb_lrd.extraction.extractor",
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
     "LayerDynamicsEvaluator": "mteb_lrd.integration.layer_dynamics_evaluator",
+    "EvaluatorOptions": "mteb_lrd.integration.layer_dynamics_evaluator",
     "prune": "mteb_lrd.integration.pruned_models",
     "PruneOptions": "mteb_lrd.pruning.options",
     "skip_blocks": "mteb_lrd.pruning.surgery",
@@ -63,7 +64,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.extraction.options import ExtractionOptions  # noqa: F401
-    from mteb_lrd.integration.layer_dynamics_evaluator import LayerDynamicsEvaluator  # noqa: F401
+    from mteb_lrd.integration.layer_dynamics_evaluator import EvaluatorOptions, LayerDynamicsEvaluator  # noqa: F401
     from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
     from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
     from mteb_lrd.integration.options import LayerDynamicsOptions  # noqa: F401

@@ -153,3 +153,20 @@ def test_bad_dysem_options_are_named(kwargs, message):
 
     with pytest.raises(ValueError, match=message):
         RepresentationOptions(**kwargs)
+
+
+def test_the_training_evaluator_takes_its_options_object_or_its_keywords():
+    from mteb_lrd import EvaluatorOptions, LayerDynamicsEvaluator
+
+    texts = ["one text", "a second text", "and a third one", "a fourth"]
+    by_keywords = LayerDynamicsEvaluator(texts, name="dev", seed=3, summaries=["frenet_d0L"], write_csv=False)
+    chosen = EvaluatorOptions(name="dev", seed=3, summaries=["frenet_d0L"], write_csv=False)
+    by_object = LayerDynamicsEvaluator(texts, options=chosen)
+    settings = ("name", "seed", "summaries", "write_csv", "caps", "params", "batch_size", "bootstrap")
+    assert all(getattr(by_object, s) == getattr(by_keywords, s) for s in settings)
+    with pytest.raises(ValueError, match=r"not both.*seed"):
+        LayerDynamicsEvaluator(texts, options=chosen, seed=4)
+    for bad, message in (({"batch_size": 0}, "batch_size"), ({"bootstrap": -1}, "bootstrap"),
+                         ({"summaries": ["d1L"]}, "unknown summaries")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            EvaluatorOptions(**bad)

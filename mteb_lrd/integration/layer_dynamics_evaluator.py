@@ -14,6 +14,7 @@ import io
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.io import atomic_write_text
+from mteb_lrd.keywords import options_or_keywords
 from mteb_lrd.metrics.bootstrap import BOOTSTRAP_CONFIDENCE, bootstrap_spearman, check_settings
 from mteb_lrd.metrics.lrd import LRDResult, lrd
 from mteb_lrd.metrics.params import MetricParams
@@ -29,7 +31,13 @@ from mteb_lrd.metrics.permutation import unit_centred_ranks
 from mteb_lrd.parameters import DEFAULT_CAPS, DEFAULT_PARAMS, DEFAULT_SEED, Caps
 from mteb_lrd.pipeline import layer_dynamics, lrd_summary
 
-__all__ = ["DEFAULT_SUMMARIES", "LayerDynamicsEvaluator", "layer_spearman", "summary_keys"]
+__all__ = [
+    "DEFAULT_SUMMARIES",
+    "EvaluatorOptions",
+    "LayerDynamicsEvaluator",
+    "layer_spearman",
+    "summary_keys",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +71,40 @@ def _training_state_kept(model: Any) -> Iterator[None]:
             module.train(training)
 
 
+@dataclass(frozen=True)
+class EvaluatorOptions:
+    """The settings of a :class:`LayerDynamicsEvaluator` as one validated object (its keywords).
+
+    Attributes:
+        name / caps / params / seed / summaries / batch_size / show_progress_bar / write_csv /
+            bootstrap: as the evaluator's keywords.
+
+    Raises:
+        ValueError: for a value outside its domain (before any model runs).
+    """
+
+    name: str = ""
+    caps: Caps = DEFAULT_CAPS
+    params: MetricParams = DEFAULT_PARAMS
+    seed: int = DEFAULT_SEED
+    summaries: Sequence[str] | str = DEFAULT_SUMMARIES
+    batch_size: int = 32
+    show_progress_bar: bool = False
+    write_csv: bool = True
+    bootstrap: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValueError(f"name must be a string; got {self.name!r}")
+        if not isinstance(self.caps, Caps) or not isinstance(self.params, MetricParams):
+            raise ValueError("caps must be a mteb_lrd.parameters.Caps and params a mteb_lrd.MetricParams")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {self.batch_size!r}")
+        if self.bootstrap != 0:
+            check_settings(self.bootstrap, BOOTSTRAP_CONFIDENCE, name="bootstrap")
+        _summaries(self.summaries)
+
+
 class LayerDynamicsEvaluator(SentenceEvaluator):
     """LRD scores, and with STS pairs per-layer Spearman, of a SentenceTransformer at each evaluation.
 
@@ -82,6 +124,8 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         summaries: which LRD scores to log (default :data:`DEFAULT_SUMMARIES`; ``"all"`` for every one).
         batch_size / show_progress_bar: of the extraction pass.
         write_csv: append one row per call to ``{output_path}/layer_dynamics_evaluation_{name}_results.csv``.
+        options: every setting above as one :class:`EvaluatorOptions` (then leave the keywords
+            at their defaults).
         bootstrap: with pairs, resamples of a percentile bootstrap over the pairs (the report's draws:
             :func:`~mteb_lrd.metrics.bootstrap.bootstrap_spearman`, seed 0, 95 %) whose interval of
             ``spearman_cosine`` the CSV gets as ``spearman_cosine_low`` / ``_high``, for the
@@ -111,15 +155,15 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         show_progress_bar: bool = False,
         write_csv: bool = True,
         bootstrap: int = 0,
+        options: EvaluatorOptions | None = None,
     ) -> None:
         super().__init__()
+        opts = options_or_keywords(EvaluatorOptions, options, "options", name=name, caps=caps, params=params,
+                                   seed=seed, summaries=summaries, batch_size=batch_size,
+                                   show_progress_bar=show_progress_bar, write_csv=write_csv, bootstrap=bootstrap)  # fmt: skip
         pairs = _pairs(sentences1, sentences2, scores)
-        if bootstrap:
-            check_settings(bootstrap, BOOTSTRAP_CONFIDENCE, name="bootstrap")
-            if not pairs[2]:
-                raise ValueError(
-                    "bootstrap needs STS pairs (sentences1, sentences2, scores): it resamples them"
-                )
+        if opts.bootstrap and not pairs[2]:
+            raise ValueError("bootstrap needs STS pairs (sentences1, sentences2, scores): it resamples them")
         lrd_texts = list(texts) if texts is not None else [*pairs[0], *pairs[1]]
         if len(lrd_texts) < 3:
             raise ValueError(f"need at least 3 texts for the layer dynamics, got {len(lrd_texts)}")
@@ -129,13 +173,13 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         self._lrd_rows = np.array([where[t] for t in dict.fromkeys(lrd_texts)], dtype=np.intp)
         self._pair_rows = tuple(np.array([where[t] for t in side], dtype=np.intp) for side in pairs[:2])
         self.scores = np.asarray(pairs[2], dtype=np.float64)
-        self.summaries = _summaries(summaries)
-        self.name, self.caps, self.params, self.seed = name, caps, params, seed
-        self.batch_size, self.show_progress_bar, self.write_csv = batch_size, show_progress_bar, write_csv
-        self.bootstrap = int(bootstrap)
+        self.summaries = _summaries(opts.summaries)
+        self.name, self.caps, self.params, self.seed = opts.name, opts.caps, opts.params, opts.seed
+        self.batch_size, self.show_progress_bar = opts.batch_size, opts.show_progress_bar
+        self.write_csv, self.bootstrap = opts.write_csv, opts.bootstrap
         self.primary_metric = "spearman_cosine" if self.scores.size else self.summaries[0]
         self.greater_is_better = True
-        self.csv_file = f"layer_dynamics_evaluation{'_' + name if name else ''}_results.csv"
+        self.csv_file = f"layer_dynamics_evaluation{'_' + self.name if self.name else ''}_results.csv"
         self._undefined_reported: set[str] = set()
         self.last_result: LRDResult | None = None
         """The full LRD result of the latest call (profiles per layer, not only the logged scores)."""
