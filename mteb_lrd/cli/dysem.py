@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, positive_int, show_progress
-from mteb_lrd.dysem.study import AUTO, StudyOptions, run_study
-from mteb_lrd.dysem.study import DEFAULT_TASKS as _TASKS
+from mteb_lrd.dysem.study import run_study
+from mteb_lrd.dysem.study_options import AUTO, StudyOptions
+from mteb_lrd.dysem.study_options import DEFAULT_TASKS as _TASKS
 
 __all__ = ["register", "run", "options_from_args"]
 
@@ -222,7 +223,7 @@ def options_from_args(args: argparse.Namespace) -> StudyOptions:
 def run(args: argparse.Namespace) -> int:
     """Run the comparison (:func:`mteb_lrd.dysem.study.run_study`), or join chunks, and print the table."""
     if args.assemble is not None:
-        from mteb_lrd.dysem.study import assemble_summaries
+        from mteb_lrd.dysem.study_files import assemble_summaries
 
         result = assemble_summaries(args.assemble, args.output_dir)
     elif args.model is None:

@@ -14,161 +14,22 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.io import atomic_write_text
+from mteb_lrd.dysem.study_files import StudyResult, refuse_another_run, summary_stem, write_study
+from mteb_lrd.dysem.study_options import (
+    StudyOptions,
+    candidate_languages,
+    checked_tasks,
+    model_path,
+    resolve_sizes,
+)
 
-__all__ = ["AUTO", "CPU_SIZES", "DEFAULT_TASKS", "GPU_SIZES", "StudyOptions", "StudyResult", "assemble_summaries",
-           "chunk_files", "model_path", "read_chunks", "resolve_sizes", "run_study", "task_order"]  # fmt: skip
+__all__ = ["run_study", "task_order"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_TASKS: tuple[str, ...] = ("STSBenchmark", "STS12", "STS13", "STS14", "STS15", "STS16", "SICK-R")
-
-AUTO = "auto"
-"""The default of ``tasks``, ``dev_pairs`` and ``max_pairs``: sized for the device (see below)."""
-
-GPU_SIZES: dict[str, Any] = {"tasks": DEFAULT_TASKS, "dev_pairs": 200, "max_pairs": None}
-"""``auto`` with a GPU: the paper's seven STS sets in full (as the shared data has them: STS12 without
-its MSRvid part), 200 dev pairs for the choices."""
-
-CPU_SIZES: dict[str, Any] = {"tasks": ("STSBenchmark",), "dev_pairs": 50, "max_pairs": 200}
-"""``auto`` on a CPU: a run of minutes (about 3,000 forward passes with the default 4 languages of
-11 candidates): STS Benchmark only, 200 test pairs, 50 dev pairs for the language order."""
-
-
-@dataclass
-class StudyOptions:
-    """Everything ``mteb-lrd dysem`` can be told (same names and defaults as its options).
-
-    Attributes:
-        model: panel name or folder of a causal LM.
-        tasks: task names of :data:`mteb_lrd.dysem.evaluation.STS_TASKS`, or ``"auto"``.
-        languages: candidate languages, or ``"auto"`` for the 11 of the parallel data.
-        language_order: ``"agreement"`` / ``"consensus"`` (label-free), ``"labels"`` (the
-            reference's, on dev labels; warns) or ``"given"`` (as listed).
-        num_languages, k, value: DySem's ``L``, set size and value vector when not selected on dev.
-        prompt: ``"EP"`` or ``"LP"``.
-        component: the representation (``attention``, ``mlp``, ``hidden[:layer]``).
-        select_on_dev: choose k, L and value on ``dev_pairs`` pairs of the STS Benchmark dev split
-            over ``grid_k`` x ``grid_languages`` x {source, mean}. Only the ``grid_k`` below the
-            model's hidden size d are tried (a k >= d selects every consensus dimension, the same
-            set for every such k; the smallest k when none is below): the default is the
-            reference's 256..2048 for d = 4096 models, plus 128 for small ones.
-        max_pairs: sub-sample every test set to this many pairs (seed 42); ``None``: all.
-            ``"auto"`` (and ``tasks`` / ``dev_pairs`` ``"auto"``): :data:`GPU_SIZES` when the model
-            runs on a GPU, :data:`CPU_SIZES` otherwise (see :func:`resolve_sizes`).
-        baselines: also run mean pooling, PromptEOL and the dense attention sum.
-        translator: folder of an NLLB-style seq2seq model for texts the parallel data lack.
-        sts_dir: the shared STS folder; ``None``: ``$MTEB_LRD_STS_DIR`` or ``../shared/data/sts``.
-        output_dir: results, table and summary; cache_dir: caches (``None``: ``<output_dir>/cache``).
-        batch_size: texts per forward pass; device: torch device; progress: progress bars.
-        dtype: the model's compute dtype (``"float32"``, ``"bfloat16"``, ``"float16"``); ``None``: float32.
-            Part of the cache's identity and recorded in the summary.
-        rows: ``(start, stop)``: only these test pairs of every task (after ``max_pairs``), a chunk
-            of a study too long for one run; the summary then carries the chunk's per-pair
-            predictions, and :func:`mteb_lrd.dysem.chunks.assemble` joins the chunks into the whole
-            study's table and comparisons. A task with no pair in the range is left out.
-        choices_from: a summary of an earlier run of the same model and dev settings (e.g. the
-            first chunk's) whose dev-split choices are reused instead of computed again.
-    """
-
-    model: str
-    tasks: Sequence[str] | str = AUTO
-    languages: str | Sequence[str] = "auto"
-    language_order: str = "agreement"
-    num_languages: int = 4
-    k: int = 1024
-    value: str = "source"
-    prompt: str = "EP"
-    component: str = "attention"
-    select_on_dev: bool = False
-    dev_pairs: int | str = AUTO
-    grid_k: Sequence[int] = (128, 256, 512, 1024, 2048)
-    grid_languages: Sequence[int] = (1, 2, 4, 6, 8)
-    max_pairs: int | str | None = AUTO
-    baselines: bool = True
-    translator: str | None = None
-    sts_dir: str | None = None
-    output_dir: str = "results/dysem"
-    cache_dir: str | None = None
-    batch_size: int = 16
-    device: str | None = None
-    progress: bool = False
-    dtype: str | None = None
-    rows: tuple[int, int] | None = None
-    choices_from: str | None = None
-
-
-@dataclass
-class StudyResult:
-    """What :func:`run_study` produced: the markdown table, the JSON summary and their paths."""
-
-    table_text: str
-    summary: dict[str, Any]
-    table_path: Path
-    summary_path: Path
-    table: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-
-
-def model_path(name: str) -> Path:
-    """The folder of ``name``: an existing path, or a panel model (built from its installed packages; see `mteb-lrd panel prepare`)."""
-    path = Path(name)
-    if path.exists():
-        return path
-    from mteb_lrd.models.panel import PANEL
-    from mteb_lrd.models.panel_install import prepare
-
-    if name in PANEL:
-        return prepare(name)
-    raise ValueError(f"--model {name!r} is neither a folder nor a panel name ({', '.join(PANEL)})")
-
-
-def resolve_sizes(options: StudyOptions, on_gpu: bool | None = None) -> StudyOptions:
-    """``options`` with every ``"auto"`` size replaced by :data:`GPU_SIZES` or :data:`CPU_SIZES`.
-
-    Args:
-        options: the study's settings.
-        on_gpu: whether the model runs on a GPU; default: ``options.device`` names one, or none is
-            named and CUDA is available.
-    """
-    if on_gpu is None:
-        import torch
-
-        on_gpu = options.device.startswith("cuda") if options.device else torch.cuda.is_available()
-    sizes = GPU_SIZES if on_gpu else CPU_SIZES
-    chosen = {name: sizes[name] for name in sizes if getattr(options, name) == AUTO}
-    return replace(options, **chosen)
-
-
-def _check(options: StudyOptions) -> list[str]:
-    """The task list, after the checks that need no model (clear errors before any loading)."""
-    from mteb_lrd.dysem.evaluation import STS_TASKS
-
-    if AUTO in (options.tasks, options.dev_pairs, options.max_pairs):
-        raise ValueError("resolve the 'auto' sizes first (resolve_sizes)")
-    tasks = [t.strip() for t in options.tasks if t.strip()]
-    unknown = [t for t in tasks if t not in STS_TASKS]
-    if unknown:
-        raise ValueError(f"unknown tasks {unknown}; available: {', '.join(STS_TASKS)}")
-    if options.max_pairs is not None and int(options.max_pairs) < 1:
-        raise ValueError(f"--max-pairs must be positive or 'all', got {options.max_pairs}")
-    for option in ("k", "num_languages", "dev_pairs", "batch_size"):
-        if int(getattr(options, option)) < 1:
-            raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(options, option)}")
-    return tasks
-
-
-def _candidate_languages(languages: str | Sequence[str]) -> list[str]:
-    from mteb_lrd.dysem.languages import STSB_MULTI_LANGUAGES, normalize_language
-
-    if isinstance(languages, str):
-        if languages == "auto":
-            return list(STSB_MULTI_LANGUAGES)
-        languages = languages.split(",")
-    return [normalize_language(x) for x in languages if x.strip()]
 
 
 def _test_plan(sizes: dict[str, int], num_languages: int, done: int, seconds: float) -> str:
@@ -235,7 +96,7 @@ def _set_up(options: StudyOptions) -> _Setup:
 
     started = time.monotonic()
     options = resolve_sizes(options)
-    tasks = _check(options)
+    tasks = checked_tasks(options)
     sts_dir = Path(options.sts_dir) if options.sts_dir else shared_sts_dir()
     max_pairs = None if options.max_pairs is None else int(options.max_pairs)
     test_sets = {name: load_test_set(name, sts_dir, max_pairs) for name in tasks}
@@ -245,9 +106,9 @@ def _set_up(options: StudyOptions) -> _Setup:
     cache = Path(options.cache_dir) if options.cache_dir else out / "cache"
     path = model_path(options.model)
     dtype = resolve_dtype(options.dtype) or torch.float32
-    languages = _candidate_languages(options.languages)
+    languages = candidate_languages(options.languages)
     identity = _run_identity(path, options, tasks, languages, dtype)
-    _refuse_another_run(out / f"{_stem(path, options.rows)}.json", identity)
+    refuse_another_run(out / f"{summary_stem(path, options.rows)}.json", identity)
     extractor = RepresentationExtractor(
         path,
         batch_size=options.batch_size,
@@ -279,11 +140,6 @@ def _check_rows(rows: tuple[int, int], sizes: Mapping[str, int]) -> None:
     row_range(rows, max(sizes.values()))
 
 
-def _stem(path: Path, rows: tuple[int, int] | None) -> str:
-    """The file name (no suffix) of a run's table and summary: the model's folder and the chunk's rows."""
-    return f"dysem-{path.name}" + ("" if rows is None else "-rows{}-{}".format(*rows))
-
-
 def _run_identity(
     path: Path, options: StudyOptions, tasks: Sequence[str], languages: Sequence[str], dtype: Any
 ) -> dict[str, Any]:
@@ -306,30 +162,6 @@ def _run_identity(
     else:
         identity.update(k=int(options.k), num_languages=int(options.num_languages), value=options.value)
     return identity
-
-
-def _refuse_another_run(summary_path: Path, identity: Mapping[str, Any]) -> None:
-    """Refuse (before any model loads) a run whose summary would replace another run's: same model
-    and rows in the same folder, other settings (among those both runs record in ``run``). A rerun of
-    the same run may replace its summary.
-
-    Raises:
-        ValueError: naming the file and the settings that differ, or a summary that records no ``run``.
-    """
-    if not summary_path.is_file():
-        return
-    recorded = json.loads(summary_path.read_text(encoding="utf-8")).get("run")
-    if recorded is None:
-        raise ValueError(f"{summary_path} holds a run that records no settings to compare with; writing "
-                         "this run there would replace it: move it away or use another --output-dir")  # fmt: skip
-    differ = [
-        f"{k} {recorded[k]!r} -> {v!r}" for k, v in identity.items() if k in recorded and recorded[k] != v
-    ]
-    if differ:
-        raise ValueError(
-            f"{summary_path} holds a run with other settings ({'; '.join(differ)}); writing this run there "
-            "would replace it: use another --output-dir"
-        )
 
 
 def _choose_on_dev(setup: _Setup) -> _DevChoices:
@@ -563,56 +395,4 @@ def run_study(options: StudyOptions) -> StudyResult:
             task: {"gold": list(gold), "models": _chunk_predictions(predictions, table, task, cls)}
             for task, (cls, gold) in sets.gold.items()
         }
-    return _written(setup.out, _stem(setup.path, options.rows), summary)
-
-
-def chunk_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The chunk summary files in ``paths``: JSON files, or folders of them (``dysem-*-rows*.json``).
-
-    Raises:
-        ValueError: none found.
-    """
-    files = [
-        f for p in map(Path, paths) for f in (sorted(p.glob("dysem-*-rows*.json")) if p.is_dir() else [p])
-    ]
-    if not files:
-        raise ValueError(f"no chunk summaries in {', '.join(map(str, paths))}")
-    return files
-
-
-def read_chunks(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """The chunk summaries in ``paths`` (:func:`chunk_files`), in that order."""
-    return [json.loads(f.read_text(encoding="utf-8")) for f in chunk_files(paths)]
-
-
-def assemble_summaries(paths: Sequence[str | Path], output_dir: str | Path) -> StudyResult:
-    """Join chunk summaries (:func:`mteb_lrd.dysem.chunks.assemble`) and write the whole study's
-    table and summary (``dysem-<model>.md`` / ``.json``) to ``output_dir``."""
-    from mteb_lrd.dysem.chunks import assemble
-
-    files = chunk_files(paths)
-    try:
-        summary = assemble([json.loads(f.read_text(encoding="utf-8")) for f in files])
-    except ValueError as error:  # its "chunk i" is the i-th file
-        named = "; ".join(f"chunk {i}: {f}" for i, f in enumerate(files))
-        raise ValueError(f"{error} ({named})") from error
-    stem = f"dysem-{Path(str(summary['model'])).name}"
-    _refuse_another_run(Path(output_dir) / f"{stem}.json", summary["run"])
-    return _written(Path(output_dir), stem, summary)
-
-
-def _written(folder: Path, stem: str, summary: dict[str, Any]) -> StudyResult:
-    """Write a study's table (``<stem>.md``: the paper-style table and the paired comparisons) and
-    its summary (``<stem>.json``) to ``folder``."""
-    from mteb_lrd.dysem.evaluation import format_comparisons, format_table, write_json_atomic
-
-    paired, table = summary["paired"], summary["table"]
-    text = (
-        format_table(table, list(summary["tasks"]))
-        + "\n\n"
-        + format_comparisons(paired["reference"], paired["tasks"])
-    )
-    table_path, summary_path = folder / f"{stem}.md", folder / f"{stem}.json"
-    atomic_write_text(table_path, text + "\n")
-    write_json_atomic(summary_path, summary)
-    return StudyResult(text, summary, table_path, summary_path, table)
+    return write_study(setup.out, summary_stem(setup.path, options.rows), summary)

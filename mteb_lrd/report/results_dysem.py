@@ -11,7 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from mteb_lrd.dysem.chunks import assemble, coverage
-from mteb_lrd.dysem.study import read_chunks
+from mteb_lrd.dysem.study_files import read_chunks
 from mteb_lrd.metrics.permutation import holm
 from mteb_lrd.report.results_claims import CHECKPOINTS, Claim, count, fmt_p, verdict
 from mteb_lrd.report.studies import dysem_gain_figure

@@ -12,7 +12,9 @@ import pytest
 
 from mteb_lrd.dysem.chunks import assemble, coverage
 from mteb_lrd.dysem.evaluation import load_pairs, row_range
-from mteb_lrd.dysem.study import StudyOptions, assemble_summaries, read_chunks, run_study
+from mteb_lrd.dysem.study import run_study
+from mteb_lrd.dysem.study_files import assemble_summaries, read_chunks
+from mteb_lrd.dysem.study_options import StudyOptions
 
 CHUNKS = [(0, 4), (4, 7), (7, 50)]  # the last one past the end: clipped to the 10 pairs
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from mteb_lrd.dysem.study import CPU_SIZES, DEFAULT_TASKS, StudyOptions, resolve_sizes, run_study
+from mteb_lrd.dysem.study import run_study
+from mteb_lrd.dysem.study_options import CPU_SIZES, DEFAULT_TASKS, StudyOptions, resolve_sizes
 
 
 def test_auto_sizes_are_small_on_a_cpu_and_full_on_a_gpu():
