@@ -23,15 +23,8 @@ from hypothesis import strategies as st
 from mteb_lrd.cli import main as cli
 from mteb_lrd.integration.results import ModelVariant, load_variants, read_results
 from mteb_lrd.report import leaderboard, results_table, task_table, to_markdown, write_report
-from mteb_lrd.report.plots import (
-    PROFILE_PANELS,
-    d0l_figure,
-    per_layer_figure,
-    point_label,
-    profile_figure,
-    profiles_overlay_figure,
-    pruning_figure,
-)
+from mteb_lrd.report.plots import d0l_figure, per_layer_figure, point_label, pruning_figure
+from mteb_lrd.report.profile_plots import PROFILE_PANELS, profile_figure, profiles_overlay_figure
 
 PRUNED = "num_blocks_4__removed_blocks_[1,2]"
 PRUNED_LAYERS = [0, 1, 4]  # h'_0 = h_0, h'_1 = out of block 0 = h_1, h'_2 = out of block 3 = h_4

@@ -14,7 +14,7 @@ from mteb_lrd._compat import installed_version
 from mteb_lrd.integration.results import ModelVariant, ResultsFolder, read_results
 from mteb_lrd.integration.shared_tasks import namesake_note
 from mteb_lrd.io import atomic_write_text
-from mteb_lrd.report import plots
+from mteb_lrd.report import plots, profile_plots
 from mteb_lrd.report.html import VARIANTS_NOTE, EmbeddedFigure, Page, render_html
 from mteb_lrd.report.tables import (
     Table,
@@ -147,7 +147,7 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
         groups.setdefault(variant.model, []).append(variant)
     for task in tasks:
         drawn.append(("LRD profiles, model vs model", f"{task} (relative depth)",
-                      f"profiles_{_slug(task)}.png", plots.profiles_overlay_figure(variants, task, relative=True, colours=colours)))  # fmt: skip
+                      f"profiles_{_slug(task)}.png", profile_plots.profiles_overlay_figure(variants, task, relative=True, colours=colours)))  # fmt: skip
     for model, group in groups.items():
         drawn.append(
             (
@@ -161,7 +161,7 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
             for task in tasks:
                 drawn.append(("Base vs pruned", f"{model}: layer profiles on {task}",
                               f"pruning_profiles_{_slug(model)}_{_slug(task)}.png",
-                              plots.profiles_overlay_figure(group, task, relative=False, colours=colours)))  # fmt: skip
+                              profile_plots.profiles_overlay_figure(group, task, relative=False, colours=colours)))  # fmt: skip
     drawn.append(
         (
             "d0L vs score",
@@ -176,7 +176,7 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
                 "Layer profiles",
                 f"{variant.model} ({variant_description(variant)})",
                 f"profile_{_slug(variant.label)}.png",
-                plots.profile_figure(variant),
+                profile_plots.profile_figure(variant),
             )
         )
     written = []
