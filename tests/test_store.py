@@ -95,7 +95,7 @@ def test_float16_store_rounds_to_half_precision(tmp_path):
 
 
 def test_validity_flags_and_errors(tmp_path):
-    from mteb_lrd.extraction.extractor import KeptStates
+    from mteb_lrd.extraction.kept_states import KeptStates
 
     states = np.ones((3, 4, 2), dtype=np.float32)
     states[1, 1] = np.nan

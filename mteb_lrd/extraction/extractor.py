@@ -16,7 +16,6 @@ import contextlib
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from mteb_lrd import _compat
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.extraction.final_norm import FINAL_NORMS, apply_final_norm, capture_pre_norm
 from mteb_lrd.extraction.identity import model_identity, state_fingerprint
+from mteb_lrd.extraction.kept_states import KeptStates
 from mteb_lrd.extraction.layer_states import LayerStates, clean_texts
 from mteb_lrd.extraction.loading import (
     load_model,
@@ -47,7 +47,6 @@ __all__ = [
     "FINAL_NORMS",
     "ExtractionOptions",
     "REFERENCE_DECODER_BATCH",
-    "KeptStates",
     "LayerStates",
     "LayerExtractor",
     "extract_layer_states",
@@ -57,41 +56,6 @@ __all__ = [
 _CACHE_FORMAT = 1
 REFERENCE_DECODER_BATCH = 4
 """Batch size of the authors' decoder extraction; ``last_token="reference"`` uses it."""
-
-
-@dataclass(frozen=True)
-class KeptStates:
-    """What :meth:`LayerExtractor.iter_shards` keeps of each shard instead of every state of every text.
-
-    Attributes:
-        layers: hidden states kept for every text (``"layers"``: ``(len(layers), n, d)``).
-        full_rows: per input text, whether every state is kept (``"full"``: ``(L+1, m, d)`` for the
-            shard's ``m`` such texts, in shard order).
-        dtype: dtype of the kept vectors (the embeddings stay float32).
-    """
-
-    layers: tuple[int, ...]
-    full_rows: np.ndarray
-    dtype: str = "float32"
-
-    def digest(self, order: np.ndarray) -> str:
-        """Cache-key part: the kept layers, dtype, and which texts (in extraction order) keep all."""
-        rows = np.packbits(np.asarray(self.full_rows, dtype=bool)[order])
-        return content_key({"layers": list(self.layers), "dtype": self.dtype, "rows": rows.tobytes().hex()})
-
-    def reduce(self, shard: Mapping[str, np.ndarray], positions: np.ndarray) -> dict[str, np.ndarray]:
-        """The kept part of a full shard, plus each text's usability (``"valid"``: finite and non-zero
-        at every state, judged in float32 before any cast)."""
-        states = shard["states"]
-        with np.errstate(invalid="ignore", over="ignore"):
-            valid = (np.isfinite(states).all(axis=2) & (np.abs(states).sum(axis=2) > 0)).all(axis=0)
-        full = np.asarray(self.full_rows, dtype=bool)[positions]
-        return {
-            "embeddings": shard["embeddings"],
-            "valid": valid,
-            "layers": states[list(self.layers)].astype(self.dtype, copy=False),  # indexing copied already
-            "full": states[:, full].astype(self.dtype, copy=False),
-        }
 
 
 class LayerExtractor:

@@ -26,7 +26,8 @@ from mteb.models.abs_encoder import AbsEncoder
 from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
-from mteb_lrd.extraction.extractor import KeptStates, LayerExtractor
+from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.kept_states import KeptStates
 from mteb_lrd.extraction.options import ExtractionOptions, scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
