@@ -76,7 +76,8 @@ def bench_similarity(pairs: int, dim: int, k: int, repeat: int) -> None:
     print(f"  per-pair loop (reference): {t_ref:.2f} s (best of {repeat})")
     print(f"  batched (ours):            {t_ours:.2f} s (best of {repeat})")
     print(
-        f"  speed-up: {t_ref / t_ours:.1f}x (goal >= 5x); max |difference| = {err:.2e} -> {'EQUAL' if err < 1e-5 else 'DIFFERENT'}"
+        f"  speed-up: {t_ref / t_ours:.1f}x (goal >= 5x); max |difference| = {err:.2e} -> "
+        f"{'EQUAL' if err < 1e-5 else 'DIFFERENT'}"
     )
 
 
@@ -138,13 +139,15 @@ def bench_end_to_end(model_name: str, pairs: int) -> None:
         )
     wall = time.perf_counter() - t0
     print(
-        f"[end to end] {model_name}, STSBenchmark sample of {n} pairs, {len(models)} models (DySem grid 3 L x 2 values x 3 k + 3 baselines)"
+        f"[end to end] {model_name}, STSBenchmark sample of {n} pairs, {len(models)} models "
+        "(DySem grid 3 L x 2 values x 3 k + 3 baselines)"
     )
     print(
         f"  forward passes (texts): {extractor.forward_texts} vs minimum {minimum} (one per unique prompted text)"
     )
     print(
-        f"  wall {wall:.1f} s, in the model {in_model[0]:.1f} s -> outside the model {100 * (1 - in_model[0] / wall):.1f} % (goal < 5 %)"
+        f"  wall {wall:.1f} s, in the model {in_model[0]:.1f} s -> "
+        f"outside the model {100 * (1 - in_model[0] / wall):.1f} % (goal < 5 %)"
     )
 
 

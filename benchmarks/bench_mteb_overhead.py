@@ -25,7 +25,8 @@
    * rest: the remaining difference (seams, expected-text count, bookkeeping).
 
    Targets: <= 1.03x with ``per_layer`` off; with LRD and the default layers <= 1.05x on
-   all-mpnet-base-v2 and <= 1.10x on all-MiniLM-L6-v2 (and other models); ``all`` gets the default's target when it names the same states, else none. A missed
+   all-mpnet-base-v2 and <= 1.10x on all-MiniLM-L6-v2 (and other models); ``all`` gets the
+   default's target when it names the same states, else none. A missed
    target names the stage with the largest share. The ordinary scores of every wrapped run must
    equal the plain run's, and the per-layer score of ``h_L`` the main score: differences are
    printed and make the exit status 1.
@@ -549,7 +550,8 @@ def main() -> None:
         f"encode {len(texts)} texts: full {min(full_times):.2f} s, without blocks {blocks} {min(pruned_times):.2f} s"
     )
     print(
-        f"median speed-up {speedup:.3f} vs ideal L/(L-removed) = {ideal:.3f}  ->  {speedup / ideal:.1%} of ideal (target >= 80%)"
+        f"median speed-up {speedup:.3f} vs ideal L/(L-removed) = {ideal:.3f}  ->  "
+        f"{speedup / ideal:.1%} of ideal (target >= 80%)"
     )
 
 

@@ -255,8 +255,10 @@ def main() -> int:
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
         r = rows[-1]
-        print(f"N={r['n']:>8,}  storing {r['storing_s']:7.1f} s  LRD {r['lrd_s']:6.1f} s (CPU {r['lrd_cpu_s']:6.1f} s)  per-layer "
-              f"{r['per_layer_s']:7.1f} s ({r['chosen_states']} states)  peak RSS +{r['peak_rss_over_start_mb']:6.0f} MB  "
+        print(f"N={r['n']:>8,}  storing {r['storing_s']:7.1f} s  LRD {r['lrd_s']:6.1f} s "
+              f"(CPU {r['lrd_cpu_s']:6.1f} s)  per-layer "
+              f"{r['per_layer_s']:7.1f} s ({r['chosen_states']} states)  "
+              f"peak RSS +{r['peak_rss_over_start_mb']:6.0f} MB  "
               f"spill {r['spill_peak_mb']:8.0f} MB (+{r['spill_in_ram_mb']:.0f} MB in RAM) vs expected "
               f"{r['expected_mb']:8.0f} MB  sampled rows {r['sampled_rows']}", flush=True)  # fmt: skip
     if not rows:

@@ -133,8 +133,9 @@ def installed_version(distribution: str) -> str | None:
 
 def _missing(distribution: str, name: str) -> SeamError:
     return SeamError(
-        f"mteb-lrd needs {name}, which {distribution} {installed_version(distribution) or '(not installed)'} does not have; "
-        f"mteb-lrd is tested with the versions its setup.cfg allows (mteb>=2.26,<2.27: 2.26.0 and the newest 2.26.x are tested in CI)"
+        f"mteb-lrd needs {name}, which {distribution} {installed_version(distribution) or '(not installed)'} "
+        "does not have; mteb-lrd is tested with the versions its setup.cfg allows "
+        "(mteb>=2.26,<2.27: 2.26.0 and the newest 2.26.x are tested in CI)"
     )
 
 

@@ -212,7 +212,8 @@ def test_weight_changed_in_place_misses_the_cache(tiny_model_dir, texts, tmp_pat
     # a parameter the old identity never looked at (it sampled the first, middle and last ones)
     name, victim = next(
         (n, p) for n, p in model.named_parameters()
-        if "layer.1." in n and p.dim() == 2 and all(p is not q for q in (params[0], params[len(params) // 2], params[-1]))
+        if "layer.1." in n and p.dim() == 2
+        and all(p is not q for q in (params[0], params[len(params) // 2], params[-1]))
     )  # fmt: skip
     with torch.no_grad():
         victim.view(-1)[-1] += 0.5

@@ -254,7 +254,8 @@ def test_torn_result_file_is_named_for_plain_models_too(tiny_st_dir, tmp_path):
 @pytest.mark.parametrize(
     ("err", "expected"),
     [
-        (FileNotFoundError(errno.ENOENT, "No such file or directory", "/x/y.json"), "/x/y.json: No such file or directory"),
+        (FileNotFoundError(errno.ENOENT, "No such file or directory", "/x/y.json"),
+         "/x/y.json: No such file or directory"),
         (PermissionError(errno.EACCES, "Permission denied", "/x"), "/x: Permission denied"),
         (IsADirectoryError(errno.EISDIR, "cache entry /c/a.npz is a folder"), "cache entry /c/a.npz is a folder"),
         (KeyError("gemma-4"), "unknown or missing key 'gemma-4'"),
@@ -317,7 +318,8 @@ def test_a_tilde_model_path_is_expanded(tiny_st_dir, monkeypatch):
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["select", "--report-only", "--out", "{tmp}/empty"], "mteb-lrd select: error: no records in {tmp}/empty/records"),
+        (["select", "--report-only", "--out", "{tmp}/empty"],
+         "mteb-lrd select: error: no records in {tmp}/empty/records"),
         (["prune-study", "--report-only", "--out", "{tmp}/empty"],
          "mteb-lrd prune-study: error: no records in {tmp}/empty/records"),
         (["panel", "prepare"], "mteb-lrd panel: error: name at least one model, or pass --all"),

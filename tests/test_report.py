@@ -675,7 +675,8 @@ def test_provenance_states_how_the_numbers_were_made(report, tmp_path):
     results, paths = report
     page = paths["html"].read_text()
     for text in ("mteb-lrd run --task A", "mteb 2.26.24, torch 2.13.0", "frenet 1000, nrs 1000, gfmi 5000",
-                 "seed 42, nrs_k 20, gfmi_k 30", "resamples 1000, seed 0, confidence 0.95", "mean / as_is"):  # fmt: skip
+                 "seed 42, nrs_k 20, gfmi_k 30", "resamples 1000, seed 0, confidence 0.95",
+                 "mean / as_is"):  # fmt: skip
         assert text in page, text
     demo = results / "results" / "org__b" / "r2" / "LocalSTS12.json"
     demo.write_text(demo.with_name("A.json").read_text().replace('"A"', '"LocalSTS12"'))

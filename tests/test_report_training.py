@@ -9,11 +9,14 @@ import pytest
 
 from mteb_lrd.report.training import read_training_log, training_figure
 
-CSV = """epoch,steps,frenet_d0L,nrs_mean_jaccard,spearman_cosine,spearman_cosine_h0,spearman_cosine_h1,spearman_cosine_h2
-0,2,1.5,0.40,0.50,0.10,0.30,0.50
+CSV = (
+    "epoch,steps,frenet_d0L,nrs_mean_jaccard,spearman_cosine,spearman_cosine_h0,spearman_cosine_h1,"
+    "spearman_cosine_h2\n"
+    """0,2,1.5,0.40,0.50,0.10,0.30,0.50
 0,4,1.7,0.45,0.60,0.10,0.35,0.60
 1,6,1.9,0.50,0.70,0.10,0.40,0.70
 """
+)
 
 
 def test_the_csv_gives_steps_scores_and_layer_curves(tmp_path):

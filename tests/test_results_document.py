@@ -41,7 +41,8 @@ def test_the_committed_rows_say_what_the_records_can_show(committed):
         row for row in rows if row.startswith("| GFMI beats Random by mean at 15 % and 20 % (2 blocks")
     )
     assert "-0.0120 (below Random); percentile 32 among the sets of 2 blocks vs Random's 54: our data point the " \
-           "other way | 1 model (7 tasks; 1,870–6,384 texts each, LRD on ≤ 1,000 / 1,000 / 5,000) |" in gfmi  # fmt: skip
+           "other way | 1 model (7 tasks; 1,870–6,384 texts each, " \
+           "LRD on ≤ 1,000 / 1,000 / 5,000) |" in gfmi  # fmt: skip
     pruning = [row for row in rows if row.endswith(("| prune-all-mpnet |", "| prune-all-embeddinggemma |"))]
     assert len(pruning) == 7 and not any("**undecided**" in row for row in pruning)
     assert "**not testable with n = 1 model**" in gfmi
@@ -264,7 +265,8 @@ def test_a_dysem_summary_gives_its_comparisons_holm_adjusted(tmp_path):
         "PromptEOL": {"delta": 0.03, "ci_low": 0.01, "ci_high": 0.05, "p": 0.004, "n": 1379, "n_resamples": 2000},
         "mean pooling": {"delta": -0.02, "ci_low": -0.04, "ci_high": -0.001, "p": 0.03, "n": 1379, "n_resamples": 2000},
     }}  # fmt: skip
-    summary = {"model": "/x/qwen2.5-coder-1.5b", "dtype": "float32", "dev_pairs": 200, "dev_labels_used": True, "dev": {"select_on_dev": True}, "tasks": {"STSBenchmark": {"pairs": 1379, "translations": True}},
+    summary = {"model": "/x/qwen2.5-coder-1.5b", "dtype": "float32", "dev_pairs": 200, "dev_labels_used": True,
+               "dev": {"select_on_dev": True}, "tasks": {"STSBenchmark": {"pairs": 1379, "translations": True}},
                "language_order": ["en", "de", "fr"], "table": {label: {"STSBenchmark": {"spearman": 81.0}},
                                                                "PromptEOL": {"STSBenchmark": {"spearman": 78.0}}},
                "paired": {"reference": label, "n_resamples": 2000, "seed": 0, "tasks": comparisons}}  # fmt: skip

@@ -101,7 +101,10 @@ def _add_what_to_compare(parser: argparse.ArgumentParser) -> None:
         "--language-order",
         choices=("agreement", "consensus", "labels", "given"),
         default="agreement",
-        help="agreement/consensus: label-free (default agreement with the source text); labels: the reference's (warns); given: as listed",
+        help=(
+            "agreement/consensus: label-free (default agreement with the source text); "
+            "labels: the reference's (warns); given: as listed"
+        ),
     )
 
 

@@ -28,7 +28,8 @@ examples:
   mteb-lrd prune-study --models all-mpnet-base-v2 --all-subsets 1,2 --max-pairs 0 --out results/prune-all
   mteb-lrd prune-study --report-only --out results/prune
 
-Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9, random.Random(seed).sample as the authors), last-k,
+Methods: frenet, nrs, gfmi, composite (spec §6 rule scores), random (seeds 0-9,
+random.Random(seed).sample as the authors), last-k,
 shortgpt (block influence, masked, fp32), angular (Gromov et al., contiguous run).
 Candidates protect --protect layers at each end; budgets default to 5/10/15/20/25 %.
 --mapping reference (default): hidden-state id l -> block l (as the reference code);
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not args.report_only:
         options = PruneStudyOptions(budgets=tuple(args.budgets), protect=args.protect, mapping=args.mapping,
-                                    all_subsets=tuple(args.all_subsets), shared_prefix=not args.separate_passes)  # fmt: skip
+                                    all_subsets=tuple(args.all_subsets),
+                                    shared_prefix=not args.separate_passes)  # fmt: skip
         run_prune_study(study_models(args.models), build_study_tasks(args), out, cell_options(args), options)
     analysis = analyse_pruning(study_records(out))
     write_record(out / "pruning.json", analysis)

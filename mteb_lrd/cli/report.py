@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--records", default=None, type=path_arg, metavar="FOLDER",
                         help="write <out>/results.md from the tidy study records in FOLDER")  # fmt: skip
     parser.add_argument("--training", default=None, type=path_arg, metavar="LOG",
-                        help="plot a training run instead: the LayerDynamicsEvaluator's CSV or a trainer_state.json")  # fmt: skip
+                        help="plot a training run instead: the LayerDynamicsEvaluator's CSV "
+                        "or a trainer_state.json")  # fmt: skip
     parser.set_defaults(func=run)
 
 

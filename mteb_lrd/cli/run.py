@@ -44,7 +44,8 @@ def add_lrd_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``run`` and ``prune``: results folder, batch size, device, caps."""
     add_list_option(parser, "--task", "--tasks", dest="task", metavar="NAME",
                     help="task name: demo, STS12..16 / SICK-R / STSBenchmark (the shared data, also as "
-                    "LocalSTS12 ...), LocalSTSBenchmarkMultilingualSTS, or an MTEB task name (needs the Hub)")  # fmt: skip
+                    "LocalSTS12 ...), LocalSTSBenchmarkMultilingualSTS, "
+                    "or an MTEB task name (needs the Hub)")  # fmt: skip
     add_list_option(parser, "--local-task", "--local-tasks", dest="local_task", metavar="FOLDER=TYPE",
                     help="a folder of JSON lines as a task; TYPE: STS, PairClassification, "
                     "Classification, Retrieval")  # fmt: skip

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,7 +294,7 @@ class RepresentationExtractor:
         sums: dict[str, torch.Tensor] = {}
         handles = []
 
-        def summing_hook(name: str):
+        def summing_hook(name: str) -> Callable[[nn.Module, Any, Any], None]:
             def hook(_module: nn.Module, _inputs: Any, output: Any) -> None:
                 value = _first_tensor(output)[rows, last].float()
                 sums[name] = sums[name] + value if name in sums else value

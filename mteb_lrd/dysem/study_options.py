@@ -89,7 +89,8 @@ class StudyOptions:
 
 
 def model_path(name: str) -> Path:
-    """The folder of ``name``: an existing path, or a panel model (built from its installed packages; see `mteb-lrd panel prepare`)."""
+    """The folder of ``name``: an existing path, or a panel model (built from its installed packages;
+    see `mteb-lrd panel prepare`)."""
     path = Path(name)
     if path.exists():
         return path

@@ -37,8 +37,8 @@ from mteb_lrd.integration.run_config import UnitConfig
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 from mteb_lrd.progress import Progress
 
-__all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome", "is_finished",
-           "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
+__all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome",
+           "is_finished", "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
 
 LEDGER_FOLDER = "mteb-lrd-units"
 """Folder of ledger entries in the results folder (beside mteb's ``results/``; mteb never reads it)."""

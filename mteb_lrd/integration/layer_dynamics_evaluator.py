@@ -160,7 +160,8 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
         super().__init__()
         opts = options_or_keywords(EvaluatorOptions, options, "options", name=name, caps=caps, params=params,
                                    seed=seed, summaries=summaries, batch_size=batch_size,
-                                   show_progress_bar=show_progress_bar, write_csv=write_csv, bootstrap=bootstrap)  # fmt: skip
+                                   show_progress_bar=show_progress_bar, write_csv=write_csv,
+                                   bootstrap=bootstrap)  # fmt: skip
         pairs = _pairs(sentences1, sentences2, scores)
         if opts.bootstrap and not pairs[2]:
             raise ValueError("bootstrap needs STS pairs (sentences1, sentences2, scores): it resamples them")

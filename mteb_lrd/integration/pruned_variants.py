@@ -5,9 +5,9 @@
 variant's vectors. The first run that meets a text encodes it, with every text the study expects
 (both columns of an STS task: each distinct text once), by every variant at once
 (:func:`~mteb_lrd.pruning.shared_prefix.encode_variants`: the blocks a variant shares with the full
-model or a smaller variant run once for all), chunk by chunk so that an interrupted encoding resumes, and then moves each
-variant's vectors, one whole file each, into a folder; the other variants' runs, and a resumed study
-(which may ask for fewer variants), read them from there.
+model or a smaller variant run once for all), chunk by chunk so that an interrupted encoding resumes,
+and then moves each variant's vectors, one whole file each, into a folder; the other variants' runs,
+and a resumed study (which may ask for fewer variants), read them from there.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ gain ``layer_dynamics`` and ``per_layer``, and a cached result lacking them coun
 (re-running adds them instead of silently skipping), as does one whose ``per_layer`` lacks a
 hidden state the wrapper's layer choice names. For any other model the wrapped functions
 call the originals unchanged, except that an existing result file mteb cannot parse (torn, edited)
-stops the run with a :class:`ResultFileError` naming the file, for every model. Wrappers take ``*args, **kwargs`` and bind them to the original's own
-signature, so a new mteb parameter passes straight through. Installing is idempotent.
+stops the run with a :class:`ResultFileError` naming the file, for every model. Wrappers take
+``*args, **kwargs`` and bind them to the original's own signature, so a new mteb parameter
+passes straight through. Installing is idempotent.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Pooled per-layer vectors of the texts a task encoded, keyed by ``(prompt, text)``.
 
 The vectors stay in RAM while they fit in a memory budget; chunks added above it go to a
-disk-backed file, memory-mapped for reading (one mapping of the whole file). That file is an anonymous temporary file (``O_TMPFILE`` /
-unlinked at creation) in the spill folder: it has no name, so nothing is left behind whatever
-happens to the process (exception, ``kill -9``), and its space is freed when the store is cleared or
-garbage-collected. Reads go one layer at a time and copy only the requested rows of that layer; the
+disk-backed file, memory-mapped for reading (one mapping of the whole file). That file is an
+anonymous temporary file (``O_TMPFILE`` / unlinked at creation) in the spill folder: it has no
+name, so nothing is left behind whatever happens to the process (exception, ``kill -9``), and
+its space is freed when the store is cleared or garbage-collected. Reads go one layer at a time
+and copy only the requested rows of that layer; the
 pages of each spilled chunk are dropped from the process's resident set as soon as it is read
 (``MADV_DONTNEED``), so a read holds at most one chunk's pages beside its output and reading every
 layer of a spilled store does not grow the RSS.

@@ -225,7 +225,8 @@ def spearman_difference(
     arrays = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in (a, b, y)]
     if len({x.shape for x in arrays}) != 1 or arrays[0].ndim != 2 or arrays[0].shape[1] < 3:
         raise ValueError(
-            f"a, b and y must share a (models,) or (tasks, models) shape with >= 3 models; got {[x.shape for x in arrays]}"
+            "a, b and y must share a (models,) or (tasks, models) shape with >= 3 models; "
+            f"got {[x.shape for x in arrays]}"
         )
     if not all(np.all(np.isfinite(x)) for x in arrays):
         raise ValueError("a, b and y must be finite (a model without a score cannot be compared)")

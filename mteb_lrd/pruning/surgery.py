@@ -4,8 +4,9 @@ Block ``i`` is the module ``blocks[i]`` (``model.encoder.layer[i]``, ``model.lay
 block that *produces* hidden state ``h_{i+1}``. Removing a block deletes it from its ``ModuleList``
 and keeps the model self-consistent: ``config.num_hidden_layers``, the per-layer config lists
 (:data:`PER_LAYER_CONFIG`) and every ``layer_idx`` attribute (which indexes the KV cache) follow
-the kept blocks. Replacing a block by a pass-through module instead would silently shift hidden-state indices, and changing only
-``num_hidden_layers`` silently truncates Qwen2-style models (see the integration spec).
+the kept blocks. Replacing a block by a pass-through module instead would silently shift
+hidden-state indices, and changing only ``num_hidden_layers`` silently truncates Qwen2-style
+models (see the integration spec).
 """
 
 from __future__ import annotations

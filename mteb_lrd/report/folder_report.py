@@ -147,7 +147,9 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
         groups.setdefault(variant.model, []).append(variant)
     for task in tasks:
         drawn.append(("LRD profiles, model vs model", f"{task} (relative depth)",
-                      f"profiles_{_slug(task)}.png", profile_plots.profiles_overlay_figure(variants, task, relative=True, colours=colours)))  # fmt: skip
+                      f"profiles_{_slug(task)}.png",
+                      profile_plots.profiles_overlay_figure(variants, task, relative=True,
+                                                            colours=colours)))  # fmt: skip
     for model, group in groups.items():
         drawn.append(
             (
@@ -161,7 +163,8 @@ def _figures(variants: list[ModelVariant], tasks: list[str], out: Path) -> list[
             for task in tasks:
                 drawn.append(("Base vs pruned", f"{model}: layer profiles on {task}",
                               f"pruning_profiles_{_slug(model)}_{_slug(task)}.png",
-                              profile_plots.profiles_overlay_figure(group, task, relative=False, colours=colours)))  # fmt: skip
+                              profile_plots.profiles_overlay_figure(group, task, relative=False,
+                                                                    colours=colours)))  # fmt: skip
     drawn.append(
         (
             "d0L vs score",

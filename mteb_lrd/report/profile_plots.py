@@ -120,9 +120,10 @@ def _band(interval: Any, x: np.ndarray, scale: float) -> tuple[np.ndarray, np.nd
 
 
 def _task_profiles(variant: ModelVariant, task: str) -> tuple[list[Any], list[Any], int] | None:
-    """(profiles, bands, blocks of the base model) of one variant on one task, per :data:`PROFILE_PANELS` panel, x on the base
-    layer index: profiles averaged over subsets; bands (bootstrap intervals: NRS over anchors,
-    per-layer STS scores over pairs) only for a single subset. ``None`` without layer dynamics."""
+    """(profiles, bands, blocks of the base model) of one variant on one task, per
+    :data:`PROFILE_PANELS` panel, x on the base layer index: profiles averaged over subsets; bands
+    (bootstrap intervals: NRS over anchors, per-layer STS scores over pairs) only for a single
+    subset. ``None`` without layer dynamics."""
     record = variant.tasks.get(task)
     rows = [row for row in (record.subsets if record else []) if isinstance(row.get("layer_dynamics"), dict)]
     if not rows or any("error" in row["layer_dynamics"] for row in rows):

@@ -113,7 +113,8 @@ def _tested(records: list[dict[str, Any]], analysis: Mapping[str, Any]) -> list[
             ranks = [(percentiles[(method, size_)], percentiles.get(("random", size_)))] if (
                 method, size_) in percentiles else []  # fmt: skip
             tests.append({
-                "claim": wording.format(budgets=_percents(held)) + ("" if len(held) == 1 else f" ({_blocks(size_)}: one test)"),
+                "claim": wording.format(budgets=_percents(held))
+                + ("" if len(held) == 1 else f" ({_blocks(size_)}: one test)"),
                 "difference": difference, "p": entry["model_p_vs_random"], "models": int(entry["n_models"]),
                 "ours": _ours(difference, [_percentile_phrase(percentiles, method, size_)],
                               ranks, True, False),

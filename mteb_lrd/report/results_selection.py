@@ -168,7 +168,8 @@ def _size_controls(analysis: Mapping[str, Any]) -> list[str]:
         for control, (short, _, _) in _CONTROLS.items():
             summary = _partial(analysis, control, name)
             parts.append(f"given {short} {_signed(summary.get('median_rho'))}"
-                         + (f" (positive in {summary['n_positive']} of {summary['n_tasks']} tasks)" if summary else ""))  # fmt: skip
+                         + (f" (positive in {summary['n_positive']} of {summary['n_tasks']} tasks)"
+                            if summary else ""))  # fmt: skip
             kept += [short] if summary.get("median_rho", 0.0) > 0 else []
         lines.append(f"- {name} (median ρ {test['median_rho']:+.2f}, {_survival(test, kept)}): ρ per task with "
                      f"{spans}; partial ρ {', '.join(parts)}.")  # fmt: skip

@@ -59,7 +59,9 @@ STRONGEST_RIVALS: tuple[str, ...] = (
 """The LRD scores d0L is compared with before the paper's "d0L is the strongest" is judged."""
 
 
-def _aligned(task_scores: Mapping[str, Mapping[str, float]], task_main: Mapping[str, float], name: str):
+def _aligned(
+    task_scores: Mapping[str, Mapping[str, float]], task_main: Mapping[str, float], name: str
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     models = sorted(
         m for m in task_scores if m in task_main and np.isfinite(task_scores[m].get(name, np.nan))
     )

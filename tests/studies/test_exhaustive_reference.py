@@ -66,7 +66,8 @@ def test_reference_ranks_choices_and_averages_within_a_model_first():
     c = _record("m2", "t1", {"1": {"3": 0.0, "4": 0.1}}, [{"method": "nrs", "blocks": [3], "delta": 0.0}])
     result = exhaustive_reference([a, b, c, {"model": {"name": "m3"}, "task": "t", "choices": []}])
     assert result["cells"][0] == {"model": "m1", "task": "t1", "size": 1, "n_sets": 3, "oracle": -0.02,
-                                  "oracle_blocks": "4", "median": -0.05, "worst": -0.10, "worst_blocks": "3"}  # fmt: skip
+                                  "oracle_blocks": "4", "median": -0.05, "worst": -0.10,
+                                  "worst_blocks": "3"}  # fmt: skip
     assert len(result["cells"]) == 3
     nrs = next(r for r in result["summary"] if r["method"] == "nrs")
     # m1: t1 → 100 · (2 + 0.5) / 3, t2 → 50; m2: 25; the model is the unit
@@ -204,7 +205,8 @@ def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, ti
     for shared in (True, False):
         out = tmp_path / f"shared-{shared}"
         run_prune_study([model], {"TinySTS": tiny_task}, out, CellOptions(caps=Caps(20, 20, 20)),
-                        PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2), shared_prefix=shared))  # fmt: skip
+                        PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2),
+                                          shared_prefix=shared))  # fmt: skip
         records[shared] = read_record(out / "records" / "st9" / "TinySTS.json")
         assert not list((out / "records").rglob("*.vectors"))
     assert records[True]["settings"]["variant_encoding"] == "shared prefix"

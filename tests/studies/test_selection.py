@@ -125,7 +125,8 @@ def test_a_task_where_a_score_is_constant_is_skipped_for_that_score_only():
 
     models = ["m1", "m2", "m3", "m4"]
     main = {t: dict(zip(models, perf, strict=True))
-            for t, perf in {"A": [0.1, 0.5, 0.3, 0.9], "B": [0.2, 0.4, 0.6, 0.8], "C": [0.3, 0.1, 0.2, 0.4]}.items()}  # fmt: skip
+            for t, perf in {"A": [0.1, 0.5, 0.3, 0.9], "B": [0.2, 0.4, 0.6, 0.8],
+                            "C": [0.3, 0.1, 0.2, 0.4]}.items()}  # fmt: skip
     flat = {"A": [1.0, 1.0, 1.0, 1.0], "B": [2.0, 3.0, 5.0, 4.0], "C": [1.0, 4.0, 2.0, 3.0]}  # A: constant
     varied = {"A": [1.0, 2.0, 3.0, 4.0], "B": [4.0, 3.0, 2.0, 1.0], "C": [2.0, 1.0, 4.0, 3.0]}
     scores = {

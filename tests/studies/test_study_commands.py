@@ -176,7 +176,8 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     influence = block_influence(bare.model, calibration, tokenizer=tok, batch_size=32)
     np.testing.assert_allclose(record["block_influence"], influence, rtol=1e-6)
     with pytest.raises(ValueError, match="recorded with decoder template"):
-        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path, pruning=PruneStudyOptions(budgets=(0.5,)))  # fmt: skip
+        run_prune_study([bare], {"TinySTS": tiny_task}, tmp_path,
+                        pruning=PruneStudyOptions(budgets=(0.5,)))  # fmt: skip
 
 
 def test_a_bad_decoder_template_fails_before_any_model_loads(tmp_path, tiny_task):

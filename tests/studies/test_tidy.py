@@ -66,7 +66,8 @@ def _pruning_records():
             subsets = {"1": {str(b): float(rng.normal(-0.02, 0.01)) for b in (3, 4, 5)}}
             choices = [{"method": m, "budget": b, "seed": s, "blocks": [3 + k], "delta": subsets["1"][str(3 + k)],
                         "speedup": 1.2, "ids": [3 + k]}
-                       for k, (m, b, s) in enumerate([("nrs", 0.2, None), ("gfmi", 0.2, None), ("random", 0.2, 0)])]  # fmt: skip
+                       for k, (m, b, s) in enumerate([("nrs", 0.2, None), ("gfmi", 0.2, None),
+                                                      ("random", 0.2, 0)])]  # fmt: skip
             records.append({
                 "model": {"name": name, "family": family, "params": params, "dim": 8, "layers": 8,
                           "kind": "decoder", "template": "prompteol"},

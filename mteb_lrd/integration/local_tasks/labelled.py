@@ -34,7 +34,8 @@ def _one_kind(labels: list[str | int], locations: list[str]) -> None:
         if type(value) is not kind:
             raise LocalTaskError(
                 f"{location}: label {value!r} ({type(value).__name__}) is not of the kind of "
-                f"{labels[0]!r} ({kind.__name__}, at {locations[0]}); use one kind of label (all strings or all integers)"
+                f"{labels[0]!r} ({kind.__name__}, at {locations[0]}); "
+                "use one kind of label (all strings or all integers)"
             )
 
 
