@@ -94,8 +94,8 @@ def bench_end_to_end(model_name: str, pairs: int) -> None:
         prompteol_baseline,
     )
     from mteb_lrd.dysem.evaluation import load_pairs, sts_task
-    from mteb_lrd.integration.shared_tasks import shared_sts_dir
     from mteb_lrd.models.panel_install import prepare
+    from mteb_lrd.tasks.shared_tasks import shared_sts_dir
 
     sts = shared_sts_dir()
     languages = ["en", "de", "fr"]

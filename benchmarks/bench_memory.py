@@ -38,9 +38,9 @@ def child(args: argparse.Namespace) -> None:
 
     from mteb_lrd import with_layer_dynamics
     from mteb_lrd.defaults import default_model_path
-    from mteb_lrd.integration.local_tasks import make_task
-    from mteb_lrd.integration.shared_tasks import shared_sts_dir
     from mteb_lrd.io import read_jsonl
+    from mteb_lrd.tasks.local_tasks import make_task
+    from mteb_lrd.tasks.shared_tasks import shared_sts_dir
 
     rows = read_jsonl(shared_sts_dir() / "SICK-R" / "test.jsonl")
     rows = rows[: args.size] if args.size else rows

@@ -28,12 +28,12 @@ import numpy as np  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from mteb_lrd.extraction.architectures import locate  # noqa: E402
-from mteb_lrd.integration.shared_tasks import shared_sts_dir  # noqa: E402
 from mteb_lrd.models.panel import PANEL  # noqa: E402
 from mteb_lrd.models.panel_install import prepare  # noqa: E402
 from mteb_lrd.pruning.pruned import pruned_copy as prune  # noqa: E402
 from mteb_lrd.pruning.rules import candidate_block_sets  # noqa: E402
 from mteb_lrd.pruning.shared_prefix import encode_variants  # noqa: E402
+from mteb_lrd.tasks.shared_tasks import shared_sts_dir  # noqa: E402
 
 
 def _resumed_at(blocks: list[int], num_blocks: int) -> int:

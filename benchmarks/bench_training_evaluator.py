@@ -30,7 +30,7 @@ from sentence_transformers.sentence_transformer.losses import CosineSimilarityLo
 
 from mteb_lrd import LayerDynamicsEvaluator  # noqa: E402
 from mteb_lrd.defaults import default_model_path  # noqa: E402
-from mteb_lrd.integration.shared_tasks import shared_sts_dir  # noqa: E402
+from mteb_lrd.tasks.shared_tasks import shared_sts_dir  # noqa: E402
 
 
 def _median_seconds(run, repeats: int) -> float:

@@ -322,8 +322,8 @@ def check_end_to_end(model_path: str | None, report: dict[str, Any]) -> None:
 
     from mteb_lrd.cli import main as cli_main
     from mteb_lrd.defaults import demo_pairs
-    from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir
     from mteb_lrd.io import read_jsonl
+    from mteb_lrd.tasks.shared_tasks import SHARED_STS, shared_sts_dir
 
     if model_path is None:
         print("end to end: skipped (pass --e2e-model FOLDER, e.g. the all-mpnet-base-v2 folder)")

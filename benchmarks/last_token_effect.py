@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from mteb_lrd.extraction.extractor import LayerExtractor
-from mteb_lrd.integration.shared_tasks import shared_sts_dir
 from mteb_lrd.parameters import Caps
 from mteb_lrd.pipeline import profile_texts
+from mteb_lrd.tasks.shared_tasks import shared_sts_dir
 
 KEYS = ("frenet_d0L", "frenet_rank", "nrs_mean_jaccard", "nrs_jaccard_first_last", "gfmi_mean_auc")
 

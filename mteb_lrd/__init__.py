@@ -35,9 +35,9 @@ _EXPORTS: dict[str, str] = {
     "skip_blocks": "mteb_lrd.pruning.surgery",
     "pruning_record": "mteb_lrd.models.pruning_record",
     "choose_blocks": "mteb_lrd.pruning.choose",
-    "local_task": "mteb_lrd.integration.local_tasks",
-    "sts_tasks": "mteb_lrd.integration.shared_tasks",
-    "demo_task": "mteb_lrd.integration.shared_tasks",
+    "local_task": "mteb_lrd.tasks.local_tasks",
+    "sts_tasks": "mteb_lrd.tasks.shared_tasks",
+    "demo_task": "mteb_lrd.tasks.shared_tasks",
     "write_report": "mteb_lrd.report",
     "register_with_mteb": "mteb_lrd.integration.mteb_registration",
     "load_wrapped": "mteb_lrd.integration.mteb_registration",
@@ -65,11 +65,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.extraction.options import ExtractionOptions  # noqa: F401
     from mteb_lrd.integration.layer_dynamics_evaluator import EvaluatorOptions, LayerDynamicsEvaluator  # noqa: F401
-    from mteb_lrd.integration.local_tasks import local_task  # noqa: F401
     from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
     from mteb_lrd.integration.options import LayerDynamicsOptions  # noqa: F401
     from mteb_lrd.integration.pruned_models import prune  # noqa: F401
-    from mteb_lrd.integration.shared_tasks import demo_task, sts_tasks  # noqa: F401
     from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
@@ -81,3 +79,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.pruning.options import PruneOptions  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401
+    from mteb_lrd.tasks.local_tasks import local_task  # noqa: F401
+    from mteb_lrd.tasks.shared_tasks import demo_task, sts_tasks  # noqa: F401

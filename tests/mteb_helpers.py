@@ -1,4 +1,4 @@
-"""In-memory MTEB tasks for the integration tests (built with mteb_lrd.integration.local_tasks.make_task)."""
+"""In-memory MTEB tasks for the integration tests (built with mteb_lrd.tasks.local_tasks.make_task)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from mteb.models import ModelMeta
 from mteb.models.abs_encoder import AbsEncoder
 
 from mteb_lrd.extraction.extractor import extract_layer_states
-from mteb_lrd.integration.local_tasks import make_task
+from mteb_lrd.tasks.local_tasks import make_task
 from tests.tiny_models import TEXTS
 
 __all__ = ["LayerEncoder", "classification_task", "pair_task", "retrieval_task", "sts_task"]

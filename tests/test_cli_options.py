@@ -8,7 +8,7 @@ import pytest
 
 from mteb_lrd.cli import build_parser
 from mteb_lrd.cli.options import ListAction
-from mteb_lrd.integration.task_names import canonical_task_name
+from mteb_lrd.tasks.task_names import canonical_task_name
 
 # command, the extra arguments it needs, the list option's spellings, the namespace field
 LIST_OPTIONS = [
@@ -70,7 +70,7 @@ def test_every_list_option_of_every_command_uses_the_one_syntax():
 
 def test_the_same_task_names_in_every_command():
     from mteb_lrd.cli.dysem import _short_task_name
-    from mteb_lrd.integration.shared_tasks import SHARED_STS
+    from mteb_lrd.tasks.shared_tasks import SHARED_STS
 
     for local, entry in SHARED_STS.items():
         assert canonical_task_name(entry.short) == canonical_task_name(local) == local

@@ -92,7 +92,7 @@ def test_layer_dynamics_follow_texts_rule_and_caps(tiny_st, texts):
 def test_classification_layer_dynamics_use_the_evaluation_split_only(tiny_st, texts):
     """A classification task also encodes its training split (each layer's classifier is trained on
     it); the layer dynamics measure the evaluation split's texts, as the texts rule says."""
-    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.tasks.local_tasks import make_task
 
     train = [{"text": f"{t} indeed", "label": i % 2} for i, t in enumerate(texts[:16])]
     test = [{"text": t, "label": i % 2} for i, t in enumerate(texts[:16])]

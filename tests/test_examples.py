@@ -127,7 +127,7 @@ SMALL = 40
 def _sts_folder(root: Path) -> Path:
     """The shared STS layout (STS12-16, SICK-R, STS Benchmark in 11 parallel languages) on 40 pairs."""
     from mteb_lrd.defaults import demo_pairs
-    from mteb_lrd.integration.shared_tasks import STSB_LANGUAGES
+    from mteb_lrd.tasks.shared_tasks import STSB_LANGUAGES
 
     rows = "".join(json.dumps(p) + "\n" for p in demo_pairs()[:SMALL])
     # SICK-R's scale is 1..5 (the demo's STS Benchmark pairs are 0..5)
@@ -189,14 +189,14 @@ def workspace(tmp_path_factory):
 def in_workspace(workspace, monkeypatch):
     import mteb_lrd.cli.profile
     import mteb_lrd.defaults
-    import mteb_lrd.integration.shared_tasks
+    import mteb_lrd.tasks.shared_tasks
 
     def tiny_default():
         return workspace["default"]
 
     monkeypatch.setattr(mteb_lrd.defaults, "default_model_path", tiny_default)
     monkeypatch.setattr(mteb_lrd.cli.profile, "default_model_path", tiny_default)
-    for module in (mteb_lrd.defaults, mteb_lrd.integration.shared_tasks):
+    for module in (mteb_lrd.defaults, mteb_lrd.tasks.shared_tasks):
         monkeypatch.setattr(module, "DEMO_DATA", workspace["demo"])
     monkeypatch.setenv("HOME", str(workspace["root"] / "home"))
     monkeypatch.setenv("MTEB_LRD_STS_DIR", str(workspace["sts"]))

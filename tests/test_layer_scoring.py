@@ -24,8 +24,8 @@ from mteb_lrd.integration.layer_scoring import (
     search_depth,
     texts_read_once,
 )
-from mteb_lrd.integration.local_tasks import make_task
 from mteb_lrd.integration.protocols import read_texts
+from mteb_lrd.tasks.local_tasks import make_task
 from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
 from tests.tiny_models import WORDS
 

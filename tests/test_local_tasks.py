@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import local_task, with_layer_dynamics
-from mteb_lrd.integration.local_tasks import LocalTaskError, label_mapping, make_task
+from mteb_lrd.tasks.local_tasks import LocalTaskError, label_mapping, make_task
 from tests.tiny_models import TEXTS
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
@@ -351,7 +351,7 @@ def test_new_supported_families_get_the_layer_keys(tmp_path, tiny_st):
 
 
 def test_make_task_takes_its_settings_as_an_object_or_as_keywords():
-    from mteb_lrd.integration.local_tasks import TaskSettings, make_task
+    from mteb_lrd.tasks.local_tasks import TaskSettings, make_task
 
     rows = [
         {"sentence1": "a b", "sentence2": "a c", "score": 1.0},

@@ -245,7 +245,7 @@ def test_per_layer_retrieval_on_the_score_device_gives_equal_scores(tiny_st, mon
 
 
 def _two_column_task(first: list[str], second: list[str]):
-    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.tasks.local_tasks import make_task
 
     pairs = [
         {"sentence1": a, "sentence2": b, "score": float(i % 5)}

@@ -122,7 +122,7 @@ def test_killed_run_resumes_from_the_cache(tiny_st, tmp_path):
 def test_cli_memory_options_and_cache_lifetime(tiny_st_dir, tmp_path, capsys, monkeypatch):
     import sys
 
-    from mteb_lrd.integration.local_tasks import local_task
+    from mteb_lrd.tasks.local_tasks import local_task
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # a terminal: bars shown
     folder = tmp_path / "sts"

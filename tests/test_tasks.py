@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mteb_lrd.integration.local_tasks import TASK_TYPES, local_task, make_task
-from mteb_lrd.integration.shared_tasks import SHARED_STS, demo_task, namesake_note, register_tasks, sts_tasks
+from mteb_lrd.tasks.local_tasks import TASK_TYPES, local_task, make_task
+from mteb_lrd.tasks.shared_tasks import SHARED_STS, demo_task, namesake_note, register_tasks, sts_tasks
 
 
 def _write(path, rows):

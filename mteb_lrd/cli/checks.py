@@ -111,7 +111,7 @@ def _check_hub_tasks(args: argparse.Namespace) -> None:
         return
     import mteb
 
-    from mteb_lrd.integration.task_names import canonical_task_name
+    from mteb_lrd.tasks.task_names import canonical_task_name
 
     for name in names:
         if canonical_task_name(name.strip()).startswith("Local"):

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     options = lrd_options(args)
     tasks = None
     if args.task or args.local_task:
-        from mteb_lrd.integration.task_names import resolve_tasks
+        from mteb_lrd.tasks.task_names import resolve_tasks
 
         tasks = resolve_tasks(args.task, args.local_task)
     out = (

@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
             )
         print(_special(special[0], args))
         return 0
-    from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.report import write_report
+    from mteb_lrd.tasks.task_names import canonical_task_name
 
     if args.results_folder and args.results and args.results_folder != args.results:
         raise ValueError(

@@ -15,10 +15,10 @@ from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
-from mteb_lrd.integration.task_names import resolve_tasks
 from mteb_lrd.io import folder_bytes
 from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.progress import Progress
+from mteb_lrd.tasks.task_names import resolve_tasks
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
 

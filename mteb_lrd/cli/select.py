@@ -169,8 +169,8 @@ def study_models(specs: list[str]) -> list[str]:
 
 def build_study_tasks(args: argparse.Namespace) -> dict[str, type]:
     """The task classes named by :func:`add_study_task_arguments` options."""
-    from mteb_lrd.integration.task_names import canonical_task_name
     from mteb_lrd.studies.tasks import TaskSizes, study_tasks
+    from mteb_lrd.tasks.task_names import canonical_task_name
 
     sizes = TaskSizes(max_pairs=args.max_pairs or None, max_train=args.max_train or None,
                       max_test=args.max_test or None, seed=args.seed)  # fmt: skip

@@ -160,7 +160,7 @@ def sts_task(
         never pass for the full set's.
     """
     from mteb_lrd.dysem.languages import LANGUAGES
-    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.tasks.local_tasks import make_task
 
     task_name = f"DySem{name}" + (f"-sample{len(test_set.scores)}" if test_set.sampled else "")
     pairs = test_set

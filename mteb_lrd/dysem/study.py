@@ -92,7 +92,7 @@ def _set_up(options: StudyOptions) -> _Setup:
     from mteb_lrd.dysem.representation import RepresentationExtractor
     from mteb_lrd.dysem.translation import FallbackTranslations, ParallelCorpus, Seq2SeqTranslator
     from mteb_lrd.extraction.loading import resolve_dtype
-    from mteb_lrd.integration.shared_tasks import shared_sts_dir
+    from mteb_lrd.tasks.shared_tasks import shared_sts_dir
 
     started = time.monotonic()
     options = resolve_sizes(options)

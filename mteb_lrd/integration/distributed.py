@@ -68,7 +68,7 @@ class Unit:
     def key(self) -> str:
         """Stable identity of the unit (folders resolved to absolute paths, task names to the one
         name of the task: ``STS12`` and ``LocalSTS12`` write one result file)."""
-        from mteb_lrd.integration.task_names import canonical_task_name
+        from mteb_lrd.tasks.task_names import canonical_task_name
 
         model = str(Path(self.model).resolve()) if Path(self.model).is_dir() else self.model
         task, sep, kind = self.task.rpartition("=")
@@ -147,7 +147,7 @@ def unit_cache_dir(unit: Unit, config: UnitConfig) -> Path:
 
 
 def _tasks(spec: str) -> list[Any]:
-    from mteb_lrd.integration.task_names import resolve_tasks
+    from mteb_lrd.tasks.task_names import resolve_tasks
 
     folder, sep, kind = spec.rpartition("=")
     return resolve_tasks([], [spec]) if sep and folder else resolve_tasks([spec], [])

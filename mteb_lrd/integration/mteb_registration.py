@@ -97,8 +97,8 @@ def register_with_mteb() -> list[str]:
     from mteb_lrd.integration import experiments
     from mteb_lrd.integration.loaded_models import install_load_model_hook
     from mteb_lrd.integration.seams import install_seams
-    from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
     from mteb_lrd.models.naming import KNOWN_NAMES
+    from mteb_lrd.tasks.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install_seams()
     _install_get_model()

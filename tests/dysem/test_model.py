@@ -28,7 +28,7 @@ from mteb_lrd.dysem.evaluation import (
     read_similarities,
 )
 from mteb_lrd.dysem.prompts import apply_prompt
-from mteb_lrd.integration.local_tasks import make_task
+from mteb_lrd.tasks.local_tasks import make_task
 from tests.tiny_models import TEXTS, load_tiny_tokenizer
 
 # "German" and "French" stand-ins the tiny vocabulary can read: other sentences of the same list.

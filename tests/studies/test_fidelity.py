@@ -19,7 +19,7 @@ PAIRS = [
 
 
 def test_task_texts_orders():
-    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.tasks.local_tasks import make_task
 
     task = make_task("STS", "OrderSTS", lambda: {"default": {"test": PAIRS}})()
     assert task_texts(task) == ["a b", "c d", "e f", "g h", "i j"]  # s1_0, s2_0, s1_1, (s2_1 dup), …
@@ -108,8 +108,8 @@ def test_analyse_selection_authors_mode():
 
 
 def test_lrd_prompt_policies(tiny_st_dir):
-    from mteb_lrd.integration.local_tasks import make_task
     from mteb_lrd.studies.runner import load_study_model, lrd_prompt
+    from mteb_lrd.tasks.local_tasks import make_task
 
     model = load_study_model(str(tiny_st_dir))
     meta = make_task("STS", "OrderSTS", lambda: {"default": {"test": PAIRS}}).metadata

@@ -23,7 +23,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def tiny_task():
-    from mteb_lrd.integration.local_tasks import make_task
+    from mteb_lrd.tasks.local_tasks import make_task
 
     return make_task("STS", "TinySTS", lambda: {"default": {"test": PAIRS}})
 
@@ -142,10 +142,10 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     """A decoder under ``decoder_template`` is scored, calibrated and recorded exactly as the bare
     decoder on texts put into the template by hand; another template cannot join its records."""
     from mteb_lrd.extraction.templates import TEMPLATES
-    from mteb_lrd.integration.local_tasks import make_task
     from mteb_lrd.pruning.block_influence import block_influence
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record, task_texts
+    from mteb_lrd.tasks.local_tasks import make_task
 
     template = TEMPLATES["prompteol"]
     path = tiny_model_dir("llama", num_layers=8)

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.integration.local_tasks.builder import check_type, make_task
-from mteb_lrd.integration.local_tasks.validation import Rows
+from mteb_lrd.tasks.local_tasks.builder import check_type, make_task
+from mteb_lrd.tasks.local_tasks.validation import Rows
 
 __all__ = ["SPLIT_NAMES", "content_hash", "local_task"]
 
@@ -71,17 +71,17 @@ def local_task(
     languages: Sequence[str] = ("eng-Latn",),
     **options: Any,
 ) -> type:
-    """Turn a local folder of JSON lines into an MTEB task class (formats: :mod:`mteb_lrd.integration.local_tasks`).
+    """Turn a local folder of JSON lines into an MTEB task class (formats: :mod:`mteb_lrd.tasks.local_tasks`).
 
     Args:
         folder: the data folder (``~`` is expanded).
-        task_type: one of :data:`~mteb_lrd.integration.local_tasks.TASK_TYPES`.
+        task_type: one of :data:`~mteb_lrd.tasks.local_tasks.TASK_TYPES`.
         name: the task name; default: the folder name.
         eval_splits: default: the files named ``dev``, ``validation`` or ``test`` (``.jsonl``; for
             Retrieval / Reranking under ``qrels/``). Other ``*.jsonl`` files are named in a warning
             and ignored, unless listed here.
         languages: the task's languages, e.g. ``["eng-Latn"]``.
-        **options: passed to :func:`~mteb_lrd.integration.local_tasks.make_task` (``score_range``,
+        **options: passed to :func:`~mteb_lrd.tasks.local_tasks.make_task` (``score_range``,
             ``n_experiments``, ...).
 
     Returns:

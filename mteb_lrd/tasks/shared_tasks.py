@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from mteb_lrd import _compat
 from mteb_lrd.defaults import DEMO_DATA
-from mteb_lrd.integration.local_tasks import Rows, content_hash, local_task, make_task
+from mteb_lrd.tasks.local_tasks import Rows, content_hash, local_task, make_task
 
 if TYPE_CHECKING:
     from mteb.abstasks import AbsTask

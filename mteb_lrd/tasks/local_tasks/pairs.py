@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mteb_lrd.integration.local_tasks.validation import (
+from mteb_lrd.tasks.local_tasks.validation import (
     LocalTaskError,
     Rows,
     first_present,

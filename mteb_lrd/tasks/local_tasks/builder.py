@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mteb_lrd.integration.local_tasks.labelled import classification_splits, clustering_split
-from mteb_lrd.integration.local_tasks.pairs import bitext_split, pair_split, sts_split
-from mteb_lrd.integration.local_tasks.retrieval import retrieval_split
-from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows
+from mteb_lrd.tasks.local_tasks.labelled import classification_splits, clustering_split
+from mteb_lrd.tasks.local_tasks.pairs import bitext_split, pair_split, sts_split
+from mteb_lrd.tasks.local_tasks.retrieval import retrieval_split
+from mteb_lrd.tasks.local_tasks.validation import LocalTaskError, Rows
 
 __all__ = ["MAIN_SCORES", "TASK_TYPES", "TaskSettings", "check_type", "convert_subset", "make_task"]
 
@@ -182,7 +182,7 @@ def make_task(
         name: the task name (results file ``<name>.json``); must not clash with an MTEB task name
             when registered.
         load: zero-argument callable returning ``{subset: {split: rows}}`` (``rows`` a list of
-            dicts or :class:`~mteb_lrd.integration.local_tasks.validation.Rows`; for Retrieval /
+            dicts or :class:`~mteb_lrd.tasks.local_tasks.validation.Rows`; for Retrieval /
             Reranking a dict with ``corpus``, ``queries``, ``qrels`` (and ``top_ranked``) row lists).
             Called once, on the task's ``load_data``; every row is checked then.
         settings: splits, languages, revision, description, score range, classification settings

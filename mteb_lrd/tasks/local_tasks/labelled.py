@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows, label, text
+from mteb_lrd.tasks.local_tasks.validation import LocalTaskError, Rows, label, text
 
 __all__ = ["classification_splits", "clustering_split", "label_mapping"]
 

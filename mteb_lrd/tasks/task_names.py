@@ -12,7 +12,7 @@ def canonical_task_name(name: str) -> str:
     """The one name of a task across commands: the shared STS sets answer to their short names too
     (``STS12`` → ``LocalSTS12``, ``STSBenchmark`` → ``LocalSTSBenchmark``); ``demo`` is the bundled
     sample; anything else is returned unchanged."""
-    from mteb_lrd.integration.shared_tasks import SHARED_STS
+    from mteb_lrd.tasks.shared_tasks import SHARED_STS
 
     if name in ("demo", "LocalSTSBenchmarkDemo"):
         return "LocalSTSBenchmarkDemo"
@@ -32,8 +32,8 @@ def resolve_tasks(names: list[str], local: list[str]) -> list[Any]:
     """
     import mteb
 
-    from mteb_lrd.integration.local_tasks import local_task
-    from mteb_lrd.integration.shared_tasks import demo_task, register_tasks, sts_tasks
+    from mteb_lrd.tasks.local_tasks import local_task
+    from mteb_lrd.tasks.shared_tasks import demo_task, register_tasks, sts_tasks
 
     shared = sts_tasks()
     register_tasks([*shared.values(), demo_task()])

@@ -24,19 +24,19 @@ task type               files                                      fields per li
 candidates pointing at known queries and documents), and the first bad row stops the load with a
 :class:`LocalTaskError` naming ``<file>:<line>``. Classification labels are mapped to ``0 .. K-1``
 in sorted order (with two labels, the one that sorts second is the positive class); see
-:mod:`~mteb_lrd.integration.local_tasks.labelled`.
+:mod:`~mteb_lrd.tasks.local_tasks.labelled`.
 
-The shared STS sets and the bundled demo are in :mod:`mteb_lrd.integration.shared_tasks`; registered
-tasks (:func:`~mteb_lrd.integration.shared_tasks.register_tasks`) work with ``mteb.get_task(name)``,
+The shared STS sets and the bundled demo are in :mod:`mteb_lrd.tasks.shared_tasks`; registered
+tasks (:func:`~mteb_lrd.tasks.shared_tasks.register_tasks`) work with ``mteb.get_task(name)``,
 the ``mteb run`` CLI and leaderboard tables.
 """
 
 from __future__ import annotations
 
-from mteb_lrd.integration.local_tasks.builder import MAIN_SCORES, TASK_TYPES, TaskSettings, make_task
-from mteb_lrd.integration.local_tasks.folder import SPLIT_NAMES, content_hash, local_task
-from mteb_lrd.integration.local_tasks.labelled import label_mapping
-from mteb_lrd.integration.local_tasks.validation import LocalTaskError, Rows
+from mteb_lrd.tasks.local_tasks.builder import MAIN_SCORES, TASK_TYPES, TaskSettings, make_task
+from mteb_lrd.tasks.local_tasks.folder import SPLIT_NAMES, content_hash, local_task
+from mteb_lrd.tasks.local_tasks.labelled import label_mapping
+from mteb_lrd.tasks.local_tasks.validation import LocalTaskError, Rows
 
 __all__ = [
     "MAIN_SCORES",
