@@ -107,7 +107,7 @@ def test_ray_units_get_the_cache_choice(tmp_path):
         seen["config"] = config
         return []
 
-    import mteb_lrd.integration.distributed as distributed
+    import mteb_lrd.runners.distributed as distributed
 
     parser = build_parser()
     for argv, cache, cache_dir in ((["--no-cache"], False, None), (["--cache-dir", "shared"], True, "shared"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mteb_lrd.integration.distributed import (
+from mteb_lrd.runners.distributed import (
     LEDGER_FOLDER,
     RayResources,
     Unit,
@@ -324,7 +324,7 @@ def two_task_results(models, task_specs, tmp_path_factory) -> list:
 def test_atomic_cache_writes_mteb_bytes_and_merges_run_settings(two_task_results, tmp_path):
     import mteb
 
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+    from mteb_lrd.runners.atomic_cache import AtomicResultCache
 
     ours = _saved_files(AtomicResultCache, tmp_path / "ours", two_task_results)
     plain = _saved_files(mteb.ResultCache, tmp_path / "plain", two_task_results)
@@ -336,7 +336,7 @@ def test_atomic_cache_writes_mteb_bytes_and_merges_run_settings(two_task_results
 def test_concurrent_saves_of_one_model_keep_every_run_setting(two_task_results, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
+    from mteb_lrd.runners.atomic_cache import AtomicResultCache
 
     def save(task_result) -> None:
         for _ in range(5):
@@ -379,7 +379,7 @@ def test_a_retried_unit_resumes_from_its_saved_shards(models, task_specs, tmp_pa
     """A unit killed mid-task leaves its finished extraction shards; the retry runs forward passes
     only for the missing ones, gives the uninterrupted unit's results, and then removes its cache."""
     import mteb_lrd.models.loading as resolve
-    from mteb_lrd.integration.distributed import unit_cache_dir
+    from mteb_lrd.runners.distributed import unit_cache_dir
 
     load = resolve.load_for_mteb
     passes = {"n": 0, "fail_at": None}
@@ -418,7 +418,7 @@ def test_the_revision_folder_lock_excludes_and_leaves_no_file(two_task_results, 
     import os
     import threading
 
-    from mteb_lrd.integration import atomic_cache
+    from mteb_lrd.runners import atomic_cache
 
     AtomicResultCache = atomic_cache.AtomicResultCache
     AtomicResultCache(tmp_path).save_to_cache(two_task_results[0], "org/model", "rev1", encode_kwargs={})

@@ -122,8 +122,8 @@ def test_a_rerun_with_states_not_scored_yet_is_not_skipped(tiny_st, tmp_path):
 
 
 def test_ray_ledger_checks_the_layer_choice(tmp_path):
-    from mteb_lrd.integration.distributed import Unit, UnitConfig, _ledger, is_finished
     from mteb_lrd.io import atomic_write_json
+    from mteb_lrd.runners.distributed import Unit, UnitConfig, _ledger, is_finished
 
     unit = Unit("default", "demo")
     row = {"hf_subset": "default", "main_score": 0.5, "layer_dynamics": {},

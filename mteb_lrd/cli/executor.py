@@ -1,4 +1,4 @@
-"""``mteb-lrd run --executor ray``: the options and the hand-over to :mod:`mteb_lrd.integration.distributed`."""
+"""``mteb-lrd run --executor ray``: the options and the hand-over to :mod:`mteb_lrd.runners.distributed`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mteb_lrd.integration.run_config import UnitConfig
+    from mteb_lrd.runners.run_config import UnitConfig
 
 __all__ = ["add_executor_options", "run_on_ray"]
 
@@ -29,7 +29,7 @@ def unit_config(args: argparse.Namespace, options: dict) -> UnitConfig:
     """What every model run of ``mteb-lrd run`` shares, for either executor: results folder, layer
     options (with ``--cache-dir``, a folder every node reaches, shared by the units), batch size,
     device, overwrite, cache choice, ``--name`` and ``--revision``."""
-    from mteb_lrd.integration.run_config import UnitConfig
+    from mteb_lrd.runners.run_config import UnitConfig
 
     if args.cache_dir is not None:
         options = {**options, "cache_dir": str(args.cache_dir)}
@@ -39,7 +39,7 @@ def unit_config(args: argparse.Namespace, options: dict) -> UnitConfig:
 
 def run_on_ray(args: argparse.Namespace, models: list[str], options: dict) -> int:
     """Run every (model, task) unit on Ray; returns 1 when a unit failed, else 0."""
-    from mteb_lrd.integration.distributed import RayResources, run_units, units_for
+    from mteb_lrd.runners.distributed import RayResources, run_units, units_for
 
     config = unit_config(args, options)
     resources = RayResources(address=args.ray_address, gpus_per_unit=args.gpus_per_unit,

@@ -12,12 +12,12 @@ from typing import Any
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray, unit_config
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.extraction.templates import resolve_template
-from mteb_lrd.integration.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 from mteb_lrd.io import folder_bytes
 from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.progress import Progress
+from mteb_lrd.runners.distributed import EXTRACTION_CACHE_FOLDER
 from mteb_lrd.tasks.task_names import resolve_tasks
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]
@@ -148,7 +148,7 @@ def run_one_model(
 ) -> list:
     """Run one model on ``tasks`` with the wrapper (the step a Ray unit runs for one task); returns
     mteb's task results. ``label``: how the disk line names the model (default ``spec``)."""
-    from mteb_lrd.integration.model_evaluation import evaluate_model
+    from mteb_lrd.runners.model_evaluation import evaluate_model
 
     cache_dir, temporary = extraction_cache(spec, args)
     evaluated = evaluate_model(spec, tasks, unit_config(args, options), None if cache_dir is None else str(cache_dir),

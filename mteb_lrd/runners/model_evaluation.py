@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
-    from mteb_lrd.integration.run_config import UnitConfig
+    from mteb_lrd.runners.atomic_cache import AtomicResultCache
+    from mteb_lrd.runners.run_config import UnitConfig
 
 __all__ = ["Evaluated", "evaluate_model"]
 
@@ -80,10 +80,10 @@ def evaluate_model(
     """
     import mteb
 
-    from mteb_lrd.integration.atomic_cache import AtomicResultCache
     from mteb_lrd.integration.provenance import record_command
     from mteb_lrd.integration.wrapper import with_layer_dynamics
     from mteb_lrd.models.loading import load_for_mteb
+    from mteb_lrd.runners.atomic_cache import AtomicResultCache
 
     record_command(config.command)
     options = {key: value for key, value in config.options.items() if key != "cache_dir"}

@@ -4,7 +4,7 @@ A :class:`Unit` is one model on one task, optionally with transformer blocks rem
 pruned variant, stored by mteb as an experiment of the base model). :func:`run_units` runs every
 unit as its own Ray task with its own resources (``num_gpus`` / ``num_cpus``), on a local Ray it
 starts or on the cluster at ``address``. Each unit writes only its own ``<Task>.json`` in the
-results folder's mteb layout (:class:`~mteb_lrd.integration.atomic_cache.AtomicResultCache`:
+results folder's mteb layout (:class:`~mteb_lrd.runners.atomic_cache.AtomicResultCache`:
 atomic, lock-serialised with the unit's model siblings), then a small ledger entry
 ``<results>/mteb-lrd-units/<key>.json`` naming the file. A re-run skips a unit whose ledger entry
 names a result file that is readable and has the layer keys in every row (any rows, for a task
@@ -33,9 +33,9 @@ from mteb_lrd.extraction.options import scoring_settings
 from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
 from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
-from mteb_lrd.integration.run_config import UnitConfig
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 from mteb_lrd.progress import Progress
+from mteb_lrd.runners.run_config import UnitConfig
 
 __all__ = ["LEDGER_FOLDER", "EXTRACTION_CACHE_FOLDER", "RayResources", "Unit", "UnitConfig", "UnitOutcome",
            "is_finished", "ray_init_kwargs", "run_unit", "run_units", "unit_cache_dir", "units_for"]  # fmt: skip
@@ -159,7 +159,7 @@ def run_unit(unit: Unit, config: UnitConfig) -> UnitOutcome:
     Raises:
         ValueError: for an unknown model or task (the message says what is allowed).
     """
-    from mteb_lrd.integration.model_evaluation import evaluate_model
+    from mteb_lrd.runners.model_evaluation import evaluate_model
 
     start = time.perf_counter()
     cache_dir = config.options.get("cache_dir") if config.cache else None

@@ -1,5 +1,5 @@
 """What every model run of ``mteb-lrd run`` shares, whichever executor runs it (sequential, or one
-Ray unit per model and task): the options object of :func:`~mteb_lrd.integration.model_evaluation.evaluate_model`."""
+Ray unit per model and task): the options object of :func:`~mteb_lrd.runners.model_evaluation.evaluate_model`."""
 
 from __future__ import annotations
 
