@@ -28,8 +28,8 @@ _EXPORTS: dict[str, str] = {
     "LayerDynamicsOptions": "mteb_lrd.integration.options",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
     "with_layer_dynamics": "mteb_lrd.integration.wrapper",
-    "LayerDynamicsEvaluator": "mteb_lrd.integration.layer_dynamics_evaluator",
-    "EvaluatorOptions": "mteb_lrd.integration.layer_dynamics_evaluator",
+    "LayerDynamicsEvaluator": "mteb_lrd.training.layer_dynamics_evaluator",
+    "EvaluatorOptions": "mteb_lrd.training.layer_dynamics_evaluator",
     "prune": "mteb_lrd.integration.pruned_models",
     "PruneOptions": "mteb_lrd.pruning.options",
     "skip_blocks": "mteb_lrd.pruning.surgery",
@@ -64,7 +64,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.extraction.options import ExtractionOptions  # noqa: F401
-    from mteb_lrd.integration.layer_dynamics_evaluator import EvaluatorOptions, LayerDynamicsEvaluator  # noqa: F401
     from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
     from mteb_lrd.integration.options import LayerDynamicsOptions  # noqa: F401
     from mteb_lrd.integration.pruned_models import prune  # noqa: F401
@@ -81,3 +80,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.report import results_table, write_report  # noqa: F401
     from mteb_lrd.tasks.local_tasks import local_task  # noqa: F401
     from mteb_lrd.tasks.shared_tasks import demo_task, sts_tasks  # noqa: F401
+    from mteb_lrd.training.layer_dynamics_evaluator import EvaluatorOptions, LayerDynamicsEvaluator  # noqa: F401

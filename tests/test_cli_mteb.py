@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mteb_lrd.integration.results import load_variants
+from mteb_lrd.report.result_files import load_variants
 
 COMMANDS = ("run", "prune", "report")
 

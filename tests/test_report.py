@@ -21,10 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mteb_lrd.cli import main as cli
-from mteb_lrd.integration.results import ModelVariant, load_variants, read_results
 from mteb_lrd.report import leaderboard, results_table, task_table, to_markdown, write_report
 from mteb_lrd.report.plots import d0l_figure, per_layer_figure, point_label, pruning_figure
 from mteb_lrd.report.profile_plots import PROFILE_PANELS, profile_figure, profiles_overlay_figure
+from mteb_lrd.report.result_files import ModelVariant, load_variants, read_results
 
 PRUNED = "num_blocks_4__removed_blocks_[1,2]"
 PRUNED_LAYERS = [0, 1, 4]  # h'_0 = h_0, h'_1 = out of block 0 = h_1, h'_2 = out of block 3 = h_4
@@ -197,8 +197,8 @@ def test_undefined_states_are_named_with_their_reason_never_a_number(results):
 def test_a_choice_of_scored_layers_keeps_each_score_at_its_hidden_state(tmp_path):
     """per_layer scores of a layer choice (h_0, h_4, h_8 of 9 states) belong to those states, in a
     pruned variant too (base numbering), not to h_0, h_1, h_2."""
-    from mteb_lrd.integration.results import ModelVariant, TaskRecord
     from mteb_lrd.report.plots import per_layer_figure
+    from mteb_lrd.report.result_files import ModelVariant, TaskRecord
     from mteb_lrd.report.tables import best_layer
 
     entry = {"scores": [0.2, 0.5, 0.9], "layers": [0, 4, 8], "num_states": 9}

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from mteb_lrd.report.training import read_training_log, training_figure
+from mteb_lrd.report.training_figure import read_training_log, training_figure
 
 CSV = (
     "epoch,steps,frenet_d0L,nrs_mean_jaccard,spearman_cosine,spearman_cosine_h0,spearman_cosine_h1,"
@@ -98,7 +98,7 @@ def test_the_cli_writes_the_figure(tmp_path, capsys):
 
 
 def test_score_names_and_range_notes_by_hand():
-    from mteb_lrd.report.training import range_note, score_name
+    from mteb_lrd.report.training_figure import range_note, score_name
 
     assert score_name("gfmi_mean_auc") == "GFMI mean AUC [nats × percentile]"
     assert score_name("nrs_late_jaccard") == "NRS late jaccard"

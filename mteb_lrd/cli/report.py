@@ -104,7 +104,7 @@ def _special(flag: str, args: argparse.Namespace) -> object:
     from pathlib import Path
 
     if flag == "training":
-        from mteb_lrd.report.training import write_training_figure
+        from mteb_lrd.report.training_figure import write_training_figure
 
         return write_training_figure(args.training, args.output)
     if flag == "records":

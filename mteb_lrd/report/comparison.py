@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mteb_lrd.integration.results import ModelVariant
+from mteb_lrd.report.result_files import ModelVariant
 
 __all__ = [
     "N_DEPENDENT_METRICS",

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from mteb_lrd._compat import installed_version
-from mteb_lrd.integration.results import ModelVariant, ResultsFolder, read_results
 from mteb_lrd.io import atomic_write_text
 from mteb_lrd.report import plots, profile_plots
 from mteb_lrd.report.html import VARIANTS_NOTE, EmbeddedFigure, Page, render_html
+from mteb_lrd.report.result_files import ModelVariant, ResultsFolder, read_results
 from mteb_lrd.report.tables import (
     Table,
     leaderboard,

@@ -8,7 +8,7 @@ import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from mteb_lrd.integration.results import UnreadableResult
+from mteb_lrd.report.result_files import UnreadableResult
 from mteb_lrd.report.tables import Table, format_cell
 
 __all__ = ["HEADLINE_LEAD", "VARIANTS_NOTE", "EmbeddedFigure", "Page", "headline_order", "render_html"]

@@ -20,9 +20,9 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 from scipy import stats
 
-from mteb_lrd.integration.results import ModelVariant
 from mteb_lrd.io import atomic_write_bytes
 from mteb_lrd.report.comparison import mean_over, shared_tasks
+from mteb_lrd.report.result_files import ModelVariant
 from mteb_lrd.report.tables import variant_description
 
 __all__ = [

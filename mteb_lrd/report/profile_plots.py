@@ -12,7 +12,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from mteb_lrd.integration.results import ModelVariant, entry_states
 from mteb_lrd.report.plots import (
     BASE_LAYER,
     PANEL_TEXT_SIZE,
@@ -22,6 +21,7 @@ from mteb_lrd.report.plots import (
     point_label,
     variant_palette,
 )
+from mteb_lrd.report.result_files import ModelVariant, entry_states
 from mteb_lrd.report.tables import variant_description
 
 __all__ = ["PROFILE_PANELS", "profile_figure", "profiles_overlay_figure"]

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mteb_lrd.integration.results import ModelVariant, TaskRecord, read_results
 from mteb_lrd.io import to_jsonable
 from mteb_lrd.report.comparison import comparable_lrd, mean_over, shared_tasks
+from mteb_lrd.report.result_files import ModelVariant, TaskRecord, read_results
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -180,7 +180,7 @@ def leaderboard(
     """The leaderboard: one row per model or variant, model-level columns over the shared tasks.
 
     Args:
-        variants: from :func:`mteb_lrd.integration.results.read_results`.
+        variants: from :func:`mteb_lrd.report.result_files.read_results`.
         tasks: task columns, in order; default: every task seen, sorted.
         lrd_columns: ``{summary key: column title}``; default :data:`LRD_COLUMNS`.
 
