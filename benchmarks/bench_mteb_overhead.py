@@ -101,12 +101,12 @@ from mteb_lrd import prune, with_layer_dynamics  # noqa: E402
 from mteb_lrd.defaults import default_model_path, demo_pairs  # noqa: E402
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics  # noqa: E402
 from mteb_lrd.integration.layer_choice import AUTO_ALL_UP_TO, DEFAULT_LAYER_CHOICE, resolve_layers  # noqa: E402
-from mteb_lrd.integration.lrd_sample import LRDSample  # noqa: E402
-from mteb_lrd.integration.store import VectorStore  # noqa: E402
 from mteb_lrd.integration.wrapper import LayerDynamicsModel  # noqa: E402
 from mteb_lrd.io import read_jsonl  # noqa: E402
 from mteb_lrd.models import panel_install  # noqa: E402
 from mteb_lrd.models.panel import PANEL  # noqa: E402
+from mteb_lrd.storage.lrd_sample import LRDSample  # noqa: E402
+from mteb_lrd.storage.vector_store import VectorStore  # noqa: E402
 from mteb_lrd.tasks.local_tasks import make_task  # noqa: E402
 from mteb_lrd.tasks.shared_tasks import SHARED_STS, shared_sts_dir  # noqa: E402
 

@@ -81,10 +81,10 @@ def child(args: argparse.Namespace) -> dict[str, float]:
     from mteb_lrd.extraction.extractor import KeptStates
     from mteb_lrd.integration import augmentation
     from mteb_lrd.integration.layer_choice import resolve_layers
-    from mteb_lrd.integration.lrd_sample import LRDSample
-    from mteb_lrd.integration.memory_plan import MemoryPlan
     from mteb_lrd.integration.options import LayerDynamicsOptions
-    from mteb_lrd.integration.store import VectorStore
+    from mteb_lrd.storage.lrd_sample import LRDSample
+    from mteb_lrd.storage.memory_plan import MemoryPlan
+    from mteb_lrd.storage.vector_store import VectorStore
 
     n, dim, states = args.size, args.dim, args.states
     options = LayerDynamicsOptions(

@@ -267,7 +267,7 @@ def test_shard_copied_within_the_extraction_cache_is_rebuilt(tiny_model_dir, tex
 
 
 def test_dysem_store_keeps_an_unreadable_shard(tmp_path, monkeypatch):
-    from mteb_lrd.dysem.store import RepresentationStore
+    from mteb_lrd.dysem.representation_store import RepresentationStore
 
     RepresentationStore(tmp_path).put(["k"], np.ones((1, 3)))
     (shard,) = tmp_path.glob("shard-*.npz")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mteb_lrd.dysem.evaluation import write_json_atomic
-from mteb_lrd.dysem.store import RepresentationStore
+from mteb_lrd.dysem.representation_store import RepresentationStore
 from mteb_lrd.extraction.cache import ArrayCache
 from mteb_lrd.io import atomic_write_bytes, atomic_write_json, atomic_write_text, temporary_folder
 

@@ -10,11 +10,11 @@ from mteb_lrd import with_layer_dynamics
 from mteb_lrd.extraction.extractor import extract_layer_states
 from mteb_lrd.integration import expected_texts as expected_module
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
-from mteb_lrd.integration.lrd_sample import LRDSample
-from mteb_lrd.integration.store import VectorStore
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.parameters import Caps
 from mteb_lrd.pipeline import layer_dynamics
+from mteb_lrd.storage.lrd_sample import LRDSample
+from mteb_lrd.storage.vector_store import VectorStore
 from tests.mteb_helpers import retrieval_task, sts_task
 from tests.tiny_models import WORDS
 
@@ -173,7 +173,7 @@ def test_extra_memory_and_disk_do_not_grow_with_the_task(tiny_st, tmp_path):
 
 
 def test_memory_plan_shares_the_budget():
-    from mteb_lrd.integration.memory_plan import MemoryPlan
+    from mteb_lrd.storage.memory_plan import MemoryPlan
 
     seven_b = MemoryPlan.of(1024, Caps(), 33, 4096)
     # one layer at a time: the largest read is a small task's shared search (2 x 128 MB)

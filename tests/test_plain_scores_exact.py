@@ -21,7 +21,7 @@ import pytest
 from mteb.cache import ResultCache
 
 from mteb_lrd import with_layer_dynamics
-from mteb_lrd.integration.lrd_sample import LRDSample
+from mteb_lrd.storage.lrd_sample import LRDSample
 from mteb_lrd.tasks.local_tasks import make_task
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mteb_lrd.integration.options import LayerDynamicsOptions
-from mteb_lrd.integration.store import VectorStore
+from mteb_lrd.storage.vector_store import VectorStore
 
 
 def _chunks(seed: int = 0) -> list[tuple[np.ndarray, list[tuple[str, str]]]]:

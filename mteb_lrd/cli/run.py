@@ -13,11 +13,11 @@ from mteb_lrd.cli.executor import add_executor_options, run_on_ray, unit_config
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.extraction.templates import resolve_template
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
-from mteb_lrd.integration.store import STORE_DTYPES, check_store_options
 from mteb_lrd.io import folder_bytes
 from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.progress import Progress
 from mteb_lrd.runners.distributed import EXTRACTION_CACHE_FOLDER
+from mteb_lrd.storage.vector_store import STORE_DTYPES, check_store_options
 from mteb_lrd.tasks.task_names import resolve_tasks
 
 __all__ = ["add_lrd_options", "disk_line", "lrd_options", "register", "run"]

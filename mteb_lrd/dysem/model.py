@@ -22,8 +22,8 @@ from mteb_lrd.dysem.consensus import consensus_mask, value_vectors
 from mteb_lrd.dysem.languages import LANGUAGES, language_of_task, normalize_language
 from mteb_lrd.dysem.prompts import PROMPT_KINDS, apply_prompt
 from mteb_lrd.dysem.representation import Component, RepresentationExtractor
+from mteb_lrd.dysem.representation_store import text_key
 from mteb_lrd.dysem.similarity import dynamic_similarity, semantic_sets
-from mteb_lrd.dysem.store import text_key
 from mteb_lrd.dysem.translation import TranslationSource
 
 __all__ = [

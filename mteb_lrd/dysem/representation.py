@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from mteb_lrd.dysem.representation_options import RepresentationOptions
-from mteb_lrd.dysem.store import RepresentationStore, text_key
+from mteb_lrd.dysem.representation_store import RepresentationStore, text_key
 from mteb_lrd.extraction.architectures import UnsupportedArchitectureError, locate
 from mteb_lrd.extraction.identity import tokenizer_digest, weights_digest
 from mteb_lrd.extraction.loading import load_pretrained, resolve_device

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mteb_lrd.dysem.languages import LANGUAGES, STSB_MULTI_LANGUAGES, normalize_language
-from mteb_lrd.dysem.store import text_key
+from mteb_lrd.dysem.representation_store import text_key
 from mteb_lrd.io import atomic_write_json, read_jsonl
 
 __all__ = [

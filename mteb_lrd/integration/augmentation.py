@@ -35,15 +35,15 @@ from mteb_lrd.integration.options import (
     texts_rule,
 )
 from mteb_lrd.integration.provenance import run_provenance
-from mteb_lrd.integration.store import release_freed_memory
 from mteb_lrd.io import to_jsonable
 from mteb_lrd.progress import Progress
+from mteb_lrd.storage.vector_store import release_freed_memory
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
     from mteb_lrd.integration.protocols import LayerDynamicsEncoder
-    from mteb_lrd.integration.store import TextKey
     from mteb_lrd.metrics.lrd import LRDResult
+    from mteb_lrd.storage.lrd_sample import LRDSample, SampleDraw
+    from mteb_lrd.storage.vector_store import TextKey
 
 __all__ = ["augment_scores", "per_layer_scores", "task_layer_dynamics"]
 
@@ -63,7 +63,7 @@ def task_layer_dynamics(
     """The ``layer_dynamics`` entry for one task subset.
 
     Only the rows each metric family samples are read, one layer at a time
-    (:meth:`~mteb_lrd.integration.lrd_sample.LRDSample.measure`), so the working set is bounded by
+    (:meth:`~mteb_lrd.storage.lrd_sample.LRDSample.measure`), so the working set is bounded by
     the caps and one layer; the numbers equal those of the metrics on every usable text with the
     same caps and seed.
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from mteb_lrd.integration.lrd_sample import LRDSample, SampleDraw
 from mteb_lrd.metrics.lrd import LRDResult
 from mteb_lrd.metrics.params import MetricParams
+from mteb_lrd.storage.lrd_sample import LRDSample, SampleDraw
 
 __all__ = ["BackgroundDynamics"]
 

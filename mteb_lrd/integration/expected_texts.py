@@ -2,7 +2,7 @@
 mteb encodes them (so that the wrapper keeps every hidden state of the sampled texts alone).
 
 An expectation only saves work: when it is wrong or missing, the wrapper still gets the exact
-sample, by encoding the sampled texts it did not keep once more (:mod:`mteb_lrd.integration.lrd_sample`).
+sample, by encoding the sampled texts it did not keep once more (:mod:`mteb_lrd.storage.lrd_sample`).
 """
 
 from __future__ import annotations

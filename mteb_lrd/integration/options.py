@@ -8,9 +8,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice, covers
-from mteb_lrd.integration.store import check_store_options
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.parameters import DEFAULT_SEED, Caps
+from mteb_lrd.storage.vector_store import check_store_options
 
 __all__ = [
     "DOCUMENT_TYPES",
@@ -80,7 +80,7 @@ class LayerDynamicsOptions:
         nrs_k / n_anchors / gfmi_k: neighbourhood sizes (clamped to ``N - 1`` on tiny tasks, recorded).
         default_batch_size: used when mteb passes no ``batch_size`` (mteb issue #3547).
         memory_budget_mb: megabytes per task for the per-layer vectors kept in RAM and the largest
-            read out of them (:class:`~mteb_lrd.integration.memory_plan.MemoryPlan`); vectors
+            read out of them (:class:`~mteb_lrd.storage.memory_plan.MemoryPlan`); vectors
             above their share go to a memory-mapped temporary file (``0``: always on disk; ``math.inf``: never).
         store_dtype: ``"float32"`` (per-layer scores identical to keeping them in RAM) or
             ``"float16"`` (half the bytes; scores change in about the 4th digit).

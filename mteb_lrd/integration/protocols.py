@@ -18,10 +18,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from mteb.abstasks.task_metadata import TaskMetadata
 
     from mteb_lrd.integration.background_dynamics import BackgroundDynamics
-    from mteb_lrd.integration.lrd_sample import LRDSample
-    from mteb_lrd.integration.memory_plan import MemoryPlan
     from mteb_lrd.integration.options import LayerDynamicsOptions
-    from mteb_lrd.integration.store import TextKey, VectorStore
+    from mteb_lrd.storage.lrd_sample import LRDSample
+    from mteb_lrd.storage.memory_plan import MemoryPlan
+    from mteb_lrd.storage.vector_store import TextKey, VectorStore
 
 __all__ = ["CallKey", "LayerDynamicsEncoder", "TextReader", "read_texts"]
 

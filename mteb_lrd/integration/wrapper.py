@@ -33,8 +33,6 @@ from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.integration import seams
 from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.integration.layer_choice import resolve_layers
-from mteb_lrd.integration.lrd_sample import LRDSample
-from mteb_lrd.integration.memory_plan import MemoryPlan
 from mteb_lrd.integration.model_meta import model_meta
 from mteb_lrd.integration.options import (
     DOCUMENT_TYPES,
@@ -44,7 +42,9 @@ from mteb_lrd.integration.options import (
 )
 from mteb_lrd.integration.plain_prompt import plain_run_prompt
 from mteb_lrd.integration.protocols import CallKey, TextReader, read_texts
-from mteb_lrd.integration.store import TextKey, VectorStore
+from mteb_lrd.storage.lrd_sample import LRDSample
+from mteb_lrd.storage.memory_plan import MemoryPlan
+from mteb_lrd.storage.vector_store import TextKey, VectorStore
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader

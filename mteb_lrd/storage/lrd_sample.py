@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mteb_lrd.integration.store import TextKey, VectorStore
 from mteb_lrd.metrics.lrd import LRDResult
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.parameters import Caps, rows_union
 from mteb_lrd.pipeline import RowSource, layer_dynamics
+from mteb_lrd.storage.vector_store import TextKey, VectorStore
 
 __all__ = ["LRDSample", "SampleDraw"]
 
