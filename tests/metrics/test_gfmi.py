@@ -174,21 +174,23 @@ def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
     return len(np.unique(pairs[0])) == len(np.unique(pairs[1])) == pairs.shape[1]
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    n=st.integers(2, 40),
-    k=st.integers(1, 6),
-    levels=st.integers(1, 6),
-    seed=st.integers(0, 2**16),
-    percentiles=st.lists(st.floats(0, 100), min_size=2, max_size=12, unique=True),
-)
-def test_filtration_components_equal_each_thresholded_graph(n, k, levels, seed, percentiles):
-    # Distances from a few levels (ties, zeros) on random neighbour lists, self-loops included: each
-    # threshold's components must be those of the whole graph of edges at or below it.
-    rng = np.random.default_rng(seed)
+@st.composite
+def knn_graphs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(distances (n, k), neighbours (n, k), percentiles)``: distances from a few levels (ties,
+    zeros) on random neighbour lists, self-loops included."""
+    n, k, levels = draw(st.integers(2, 40)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    percentiles = draw(st.lists(st.floats(0, 100), min_size=2, max_size=12, unique=True))
     distances = rng.integers(0, levels, size=(n, k)) / max(levels - 1, 1)
-    neighbours = rng.integers(0, n, size=(n, k))
-    p = np.sort(np.asarray(percentiles))
+    return distances, rng.integers(0, n, size=(n, k)), np.sort(np.asarray(percentiles))
+
+
+@settings(max_examples=80, deadline=None)
+@given(graph=knn_graphs())
+def test_filtration_components_equal_each_thresholded_graph(graph):
+    # Each threshold's components must be those of the whole graph of edges at or below it.
+    distances, neighbours, p = graph
+    n, k = distances.shape
     labels = filtration_components(distances, neighbours, p)
     rows = np.repeat(np.arange(n), k)
     for tau, got in zip(np.percentile(distances, p), labels, strict=True):

@@ -18,7 +18,7 @@ from mteb_lrd.metrics.gfmi import filtration_components, gfmi_by_layer
 from mteb_lrd.metrics.knn import knn
 from mteb_lrd.metrics.on_device import filtration_components_on_device, knn_on_device, metrics_device
 from mteb_lrd.metrics.params import MetricParams
-from tests.metrics.test_gfmi import _same_partition
+from tests.metrics.test_gfmi import _same_partition, knn_graphs
 
 TOL = 1e-6
 KW = {"nrs_k": 5, "gfmi_k": 8, "n_anchors": 60}
@@ -99,23 +99,14 @@ def test_knn_on_a_device_gives_exact_neighbour_lists_with_ties(n, d, k, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(2, 40),
-    k=st.integers(1, 6),
-    levels=st.integers(1, 6),
-    seed=st.integers(0, 2**16),
-    percentiles=st.lists(st.floats(0, 100), min_size=2, max_size=12, unique=True),
-)
-def test_filtration_on_a_device_equals_the_numpy_filtration(n, k, levels, seed, percentiles):
-    rng = np.random.default_rng(seed)
-    distances = rng.integers(0, levels, size=(n, k)) / max(levels - 1, 1)  # ties and zeros
-    neighbours = rng.integers(0, n, size=(n, k))
-    p = np.sort(np.asarray(percentiles))
+@given(graph=knn_graphs())
+def test_filtration_on_a_device_equals_the_numpy_filtration(graph):
+    distances, neighbours, p = graph
     expected = filtration_components(distances, neighbours, p)
     got = filtration_components_on_device(
         torch.from_numpy(distances), torch.from_numpy(neighbours), p
     ).numpy()
-    assert got.shape == expected.shape and got.min() >= 0 and got.max() < n
+    assert got.shape == expected.shape and got.min() >= 0 and got.max() < distances.shape[0]
     assert all(_same_partition(a, b) for a, b in zip(got, expected, strict=True))
 
 
