@@ -555,3 +555,19 @@ def test_the_decoders_paragraph_says_which_definition_their_records_were_measure
     new = [record("smollm2-135m", "decoder", undefined_states="null"), record("all-MiniLM-L6-v2", "encoder")]
     (text, _) = _tied_embedding_output(new, within_table=True)
     assert "measured with those scores undefined (null)" in text and "measured before" not in text
+
+
+def test_the_pruning_section_shows_randoms_spread_over_its_seeds(tmp_path):
+    # Random's seed s changes the score by -0.05 + 0.01 s in every cell: per-seed means -0.05, -0.04,
+    # -0.03 (population sd 0.0082), the same at every budget column
+    records = _pruning_records(False)
+    for record in records:
+        for choice in record["choices"]:
+            if choice["method"] == "random":
+                choice["delta"] = -0.05 + 0.01 * choice["seed"]
+    write_rows(tmp_path / "prune.csv", tidy_rows(records, "prune"))
+    text = render_results(tmp_path)
+    assert (
+        "Random over its 3 seeds (each seed's mean change over the cells): 5 %, 15 % and 20 % -0.0500 to "
+        "-0.0300 (sd 0.0082)." in text
+    )

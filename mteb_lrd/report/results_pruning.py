@@ -215,6 +215,24 @@ def candidates_phrase(rows: Sequence[Mapping[str, Any]]) -> str:
     return f" (those left after protecting {_span(found)} at each end)"
 
 
+def _random_spread(analysis: Mapping[str, Any], groups: Sequence[Sequence[str]]) -> list[str]:
+    """One line: Random's spread over its seeds at each budget column (each seed's mean Δ over the
+    cells), so a rule's mean can be read against the draws, not only their average."""
+    spreads = analysis.get("random_seeds") or {}
+    parts = [
+        f"{_percents(g)} {spread['min']:+.4f} to {spread['max']:+.4f} (sd {spread['std']:.4f})"
+        for g in groups
+        if (spread := spreads.get(g[0])) and spread.get("n_seeds")
+    ]
+    if not parts:
+        return []
+    seeds = max(int(spreads[g[0]]["n_seeds"]) for g in groups if g[0] in spreads)
+    return [
+        "",
+        f"Random over its {seeds} seeds (each seed's mean change over the cells): {'; '.join(parts)}.",
+    ]
+
+
 def pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[str, Any]],
                     candidates: str) -> list[str]:  # fmt: skip
     """A pruning study's section: the mean change per budget and method, and the exhaustive reference."""
@@ -229,6 +247,7 @@ def pruning_section(study: str, analysis: Mapping[str, Any], records: list[dict[
     lines += _table(
         ["method", *[f"{_percents(g)} ({_blocks(sizes.get(float(g[0]), '?'))})" for g in groups]], rows
     )
+    lines += _random_spread(analysis, groups)
     summary = (analysis.get("exhaustive") or {}).get("summary") or []
     if summary:
         lines += ["", "Each method's choice among every candidate set of its size (mid-rank percentile; 50 = the "
