@@ -178,7 +178,7 @@ def test_too_few_models_decide_nothing_and_other_csvs_are_left_out(tmp_path):
 
 def test_the_cli_exports_a_study_folder_and_renders_it(tmp_path, capsys):
     from mteb_lrd.cli import main
-    from mteb_lrd.studies.runner import record_path, write_record
+    from mteb_lrd.studies.records import record_path, write_record
 
     study = tmp_path / "my-study"
     for record in _selection(5, 1.0, noise=0.1):
@@ -192,7 +192,7 @@ def test_the_cli_exports_a_study_folder_and_renders_it(tmp_path, capsys):
 
 def test_exporting_a_study_in_parts_keeps_the_cells_already_exported(tmp_path):
     from mteb_lrd.cli import main
-    from mteb_lrd.studies.runner import record_path, write_record
+    from mteb_lrd.studies.records import record_path, write_record
     from mteb_lrd.studies.tidy import read_rows, records_from_rows
 
     records = _selection(5, 1.0, noise=0.1)

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from mteb_lrd.studies.options import PruneStudyOptions
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
-    from mteb_lrd.studies.runner import write_record
+    from mteb_lrd.studies.records import write_record
 
     out = Path(args.out)
     if not args.report_only:

@@ -111,7 +111,7 @@ def _special(flag: str, args: argparse.Namespace) -> object:
         from mteb_lrd.report.results_document import write_results
 
         return write_results(args.records, args.output)
-    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.records import load_records
     from mteb_lrd.studies.tidy import merge_rows, read_rows, tidy_rows, write_rows
 
     study = Path(args.export_records)

@@ -133,7 +133,7 @@ def study_records(out: Path) -> list[dict[str, Any]]:
     Raises:
         ValueError: when it holds none.
     """
-    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.records import load_records
 
     records = load_records(out)
     if not records:
@@ -206,7 +206,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd select``; returns the exit code."""
     from mteb_lrd.report.studies import write_selection_report
-    from mteb_lrd.studies.runner import write_record
+    from mteb_lrd.studies.records import write_record
     from mteb_lrd.studies.selection import HEADLINE_SCORES, run_selection_study
     from mteb_lrd.studies.selection_analysis import analyse_selection
 

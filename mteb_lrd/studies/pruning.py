@@ -31,17 +31,15 @@ from mteb_lrd.pruning.rules import (
     rule_scores,
 )
 from mteb_lrd.studies.options import CellOptions, PruneStudyOptions
+from mteb_lrd.studies.records import read_record, scratch_path, write_record
 from mteb_lrd.studies.runner import (
     StudyModel,
     lrd_prompt,
     mteb_encoder,
     mteb_score,
     profile_cell,
-    read_record,
     run_cells,
-    scratch_path,
     task_texts,
-    write_record,
 )
 
 __all__ = [
@@ -116,7 +114,7 @@ def measure_pruning_cell(
         model / task: the cell.
         options / pruning: how the cell is measured and what is compared.
         speed_cache: speed-up per number of removed blocks of this model (timed once per count).
-        scratch: the cell's :func:`~mteb_lrd.studies.runner.scratch_path`: its profile's extraction
+        scratch: the cell's :func:`~mteb_lrd.studies.records.scratch_path`: its profile's extraction
             shards (``profile/``), the finished variants' scores (``variants.json``) and shared-prefix
             vectors (``vectors/``) wait there, so an interrupted cell resumes them.
     """

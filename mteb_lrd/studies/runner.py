@@ -24,7 +24,6 @@ from mteb_lrd.extraction.architectures import locate
 from mteb_lrd.extraction.extractor import LayerExtractor
 from mteb_lrd.extraction.loading import load_pretrained
 from mteb_lrd.extraction.templates import apply_template, resolve_template
-from mteb_lrd.io import atomic_write_json, read_json
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.metrics.summaries import REPRODUCE_MODES
 from mteb_lrd.models.panel import PANEL
@@ -32,6 +31,7 @@ from mteb_lrd.models.panel_install import prepare
 from mteb_lrd.parameters import DEFAULT_CAPS, Caps, rows_union
 from mteb_lrd.pipeline import LayerDynamics, profile_texts
 from mteb_lrd.progress import Progress
+from mteb_lrd.studies.records import read_record, record_path, scratch_path, write_record
 
 logger = logging.getLogger(__name__)
 
@@ -41,19 +41,14 @@ __all__ = [
     "CellMeasure",
     "CellProfile",
     "StudyModel",
-    "load_records",
     "load_study_model",
     "lrd_prompt",
     "mteb_encoder",
     "mteb_score",
     "profile_cell",
     "profile_outputs",
-    "read_record",
-    "record_path",
     "run_cells",
-    "scratch_path",
     "task_texts",
-    "write_record",
 ]
 
 
@@ -262,39 +257,6 @@ def mteb_score(encoder: Any, task: Any, *, batch_size: int = 32) -> dict[str, An
     subsets = task_result.scores[split]
     main = float(np.mean([s["main_score"] for s in subsets]))
     return {"main_score": main, "seconds": seconds, "layer_dynamics": subsets[0].get("layer_dynamics")}
-
-
-def record_path(out_dir: str | Path, model: str, task: str) -> Path:
-    """Where a cell's record lives: ``records/<model>/<task>.json``."""
-    return Path(out_dir) / "records" / model.replace("/", "__") / f"{task}.json"
-
-
-def scratch_path(out_dir: str | Path, model: str, task: str) -> Path:
-    """Where a cell keeps what it computed until its record is written (``records/<model>/<task>.scratch``):
-    extraction shards and finished pruned variants, so that a cell interrupted after hours resumes
-    where it stopped."""
-    return record_path(out_dir, model, task).with_suffix(".scratch")
-
-
-def write_record(path: Path, payload: dict[str, Any]) -> None:
-    """Write a JSON record atomically; NaN becomes ``null``."""
-    atomic_write_json(path, payload)
-
-
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A record written by :func:`write_record`, or ``None`` when absent.
-
-    Raises:
-        ValueError: naming the file when it is not valid JSON.
-    """
-    return read_json(path) if path.is_file() else None
-
-
-def load_records(out_dir: str | Path) -> list[dict[str, Any]]:
-    """Every finished cell record of a study folder (``records/<model>/<task>.json``; the
-    ``.partial.json`` progress files that prune studies of earlier versions left are skipped)."""
-    paths = sorted(Path(out_dir).glob("records/*/*.json"))
-    return [read_json(p) for p in paths if not p.name.endswith(".partial.json")]
 
 
 CellMeasure = Callable[[StudyModel, str, type], dict[str, Any]]

@@ -20,6 +20,7 @@ from mteb_lrd.integration.known_vectors import KnownVectors
 from mteb_lrd.integration.provenance import run_provenance
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
 from mteb_lrd.studies.options import CellOptions
+from mteb_lrd.studies.records import read_record, record_path, scratch_path
 from mteb_lrd.studies.runner import (
     StudyModel,
     lrd_prompt,
@@ -27,10 +28,7 @@ from mteb_lrd.studies.runner import (
     mteb_score,
     profile_cell,
     profile_outputs,
-    read_record,
-    record_path,
     run_cells,
-    scratch_path,
     task_texts,
 )
 
@@ -108,7 +106,7 @@ def measure_selection_cell(
     ``reproduce="authors"`` also means no prompt for LRD (the authors use none). With
     ``scores_from`` (a study folder or its tidy CSV), the main score is read from its record of the cell when it
     scored the same texts (:func:`borrowed_score`). With ``scratch`` (the cell's
-    :func:`~mteb_lrd.studies.runner.scratch_path`), the extraction passes keep their shards there, so
+    :func:`~mteb_lrd.studies.records.scratch_path`), the extraction passes keep their shards there, so
     an interrupted cell resumes them.
     """
     instance = task()

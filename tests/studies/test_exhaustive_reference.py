@@ -95,7 +95,8 @@ def test_the_study_scores_every_set_and_resumes(tmp_path, tiny_task, tiny_model_
     from mteb_lrd.studies import pruning
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
-    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record, scratch_path
+    from mteb_lrd.studies.records import read_record, scratch_path
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score
 
     model = _decoder(tiny_model_dir, "llama", 8)
     model.name = "tiny-llama-8"
@@ -195,7 +196,8 @@ def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, ti
     """A SentenceTransformer's variants encoded together score as pruned copies encoded one by one;
     the kept vectors go when the cell is done."""
     from mteb_lrd.studies.pruning import run_prune_study
-    from mteb_lrd.studies.runner import load_study_model, read_record
+    from mteb_lrd.studies.records import read_record
+    from mteb_lrd.studies.runner import load_study_model
     from tests.tiny_models import build_tiny_sentence_transformer
 
     model = load_study_model(
@@ -225,7 +227,8 @@ def test_an_interrupted_prune_cell_keeps_its_profile_until_the_record_is_written
     monkeypatch,
 ):
     from mteb_lrd.studies import pruning
-    from mteb_lrd.studies.runner import load_study_model, read_record, record_path, scratch_path
+    from mteb_lrd.studies.records import read_record, record_path, scratch_path
+    from mteb_lrd.studies.runner import load_study_model
     from tests.tiny_models import build_tiny_sentence_transformer
 
     model = load_study_model(str(build_tiny_sentence_transformer(tmp_path / "st8", num_layers=8)))

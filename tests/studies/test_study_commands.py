@@ -35,7 +35,7 @@ def _decoder(tiny_model_dir, kind: str, layers: int) -> StudyModel:
 
 def test_select_end_to_end(tmp_path, tiny_task, tiny_model_dir, tiny_st_dir, caplog):
     from mteb_lrd.report.studies import write_selection_report
-    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.records import load_records
     from mteb_lrd.studies.selection import run_selection_study
     from mteb_lrd.studies.selection_analysis import analyse_selection
 
@@ -86,7 +86,7 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
     from mteb_lrd.report.studies import write_prune_report
     from mteb_lrd.studies.pruning import METHODS, run_prune_study
     from mteb_lrd.studies.pruning_analysis import analyse_pruning
-    from mteb_lrd.studies.runner import read_record
+    from mteb_lrd.studies.records import read_record
 
     model = _decoder(tiny_model_dir, "llama", 8)
     model.name = "tiny-llama-8"
@@ -116,7 +116,7 @@ def test_prune_study_end_to_end(tmp_path, tiny_task, tiny_model_dir):
 
 
 def test_select_authors_mode_records_the_reference_extraction(tmp_path, tiny_task, tiny_model_dir):
-    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.records import load_records
     from mteb_lrd.studies.selection import run_selection_study
     from mteb_lrd.studies.selection_analysis import analyse_selection
 
@@ -144,7 +144,8 @@ def test_prune_study_with_a_decoder_template_scores_and_measures_the_templated_t
     from mteb_lrd.extraction.templates import TEMPLATES
     from mteb_lrd.pruning.block_influence import block_influence
     from mteb_lrd.studies.pruning import run_prune_study
-    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, read_record, task_texts
+    from mteb_lrd.studies.records import read_record
+    from mteb_lrd.studies.runner import mteb_encoder, mteb_score, task_texts
     from mteb_lrd.tasks.local_tasks import make_task
 
     template = TEMPLATES["prompteol"]
@@ -256,7 +257,7 @@ def test_a_second_study_reads_the_main_scores_of_the_first(
     """--scores-from: the authors' study beside ours takes each cell's MTEB score from our record
     (same texts, template, truncation) and runs no mteb evaluation; other settings are scored."""
     from mteb_lrd.studies import selection
-    from mteb_lrd.studies.runner import read_record
+    from mteb_lrd.studies.records import read_record
 
     model = _decoder(tiny_model_dir, "llama", 4)
     ours = selection.run_selection_study([model], {"TinySTS": tiny_task}, tmp_path / "ours",
@@ -273,7 +274,7 @@ def test_a_second_study_reads_the_main_scores_of_the_first(
     record = read_record(authors / "records" / model.name / "TinySTS.json")
     assert record["main_score"] == original["main_score"] and record["main_score_from"] == str(ours)
     # a study whose folder is gone: its tidy record file serves the same
-    from mteb_lrd.studies.runner import load_records
+    from mteb_lrd.studies.records import load_records
     from mteb_lrd.studies.tidy import read_rows, tidy_rows, write_rows
 
     tidy = write_rows(tmp_path / "ours.csv", tidy_rows(load_records(ours), "ours"))
@@ -310,7 +311,7 @@ def test_an_interrupted_selection_cell_resumes_its_extraction(
     """The cell's extraction shards wait in its scratch folder: a rerun after a failure in scoring
     runs no forward pass for the profile again, and the folder goes once the record is written."""
     from mteb_lrd.studies import selection
-    from mteb_lrd.studies.runner import read_record, record_path, scratch_path
+    from mteb_lrd.studies.records import read_record, record_path, scratch_path
 
     model = _decoder(tiny_model_dir, "llama", 4)
     options = CellOptions(caps=Caps(10, 10, 10), lrd_kwargs=SMALL_K)
