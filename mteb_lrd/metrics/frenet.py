@@ -309,10 +309,7 @@ def frenet_by_layer(
 class _NumpySubspaces:
     """Frenet's linear algebra in numpy (float64): the definition :class:`TorchSubspaces` follows."""
 
-    @staticmethod
-    def eig(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _centred_covariance_eig(rows)
-
+    eig = staticmethod(_centred_covariance_eig)
     basis = staticmethod(_basis)
     layer_basis = staticmethod(_layer_basis)
 

@@ -36,6 +36,7 @@ __all__ = [
     "EvaluatorOptions",
     "LayerDynamicsEvaluator",
     "layer_spearman",
+    "pair_cosines",
     "summary_keys",
 ]
 
@@ -54,10 +55,16 @@ def layer_spearman(first: np.ndarray, second: np.ndarray, gold: np.ndarray) -> n
     Returns:
         ``(L+1,)`` ρ per layer (0 where a layer's cosines are all equal).
     """
+    return unit_centred_ranks(pair_cosines(first, second)) @ unit_centred_ranks(
+        np.asarray(gold, dtype=np.float64)
+    )
+
+
+def pair_cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The cosine of each pair ``(…, P)`` of ``first`` / ``second`` ``(…, P, d)`` vectors (any norm), float64."""
     a = first / np.linalg.norm(first, axis=-1, keepdims=True)
     b = second / np.linalg.norm(second, axis=-1, keepdims=True)
-    cosine = np.einsum("lpd,lpd->lp", a, b, dtype=np.float64)
-    return unit_centred_ranks(cosine) @ unit_centred_ranks(np.asarray(gold, dtype=np.float64))
+    return np.einsum("...d,...d->...", a, b, dtype=np.float64)
 
 
 @contextlib.contextmanager
@@ -235,9 +242,7 @@ class LayerDynamicsEvaluator(SentenceEvaluator):
     def _band(self, embeddings: np.ndarray) -> dict[str, float]:
         """The bootstrap interval of ``spearman_cosine`` over the pairs."""
         first, second = self._pair_rows
-        a = embeddings[first] / np.linalg.norm(embeddings[first], axis=1, keepdims=True)
-        b = embeddings[second] / np.linalg.norm(embeddings[second], axis=1, keepdims=True)
-        cosine = np.einsum("pd,pd->p", a, b, dtype=np.float64)
+        cosine = pair_cosines(embeddings[first], embeddings[second])
         interval = bootstrap_spearman(cosine[None], self.scores, resamples=self.bootstrap)
         return {
             "spearman_cosine_low": float(interval.low[0]),
