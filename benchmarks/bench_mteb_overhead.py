@@ -96,12 +96,12 @@ import mteb  # noqa: E402
 from mteb.models import SentenceTransformerEncoderWrapper  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
-import mteb_lrd.integration.augmentation as augmentation  # noqa: E402
+import mteb_lrd.adapter.augmentation as augmentation  # noqa: E402
 from mteb_lrd import prune, with_layer_dynamics  # noqa: E402
+from mteb_lrd.adapter.background_dynamics import BackgroundDynamics  # noqa: E402
+from mteb_lrd.adapter.layer_choice import AUTO_ALL_UP_TO, DEFAULT_LAYER_CHOICE, resolve_layers  # noqa: E402
+from mteb_lrd.adapter.wrapper import LayerDynamicsModel  # noqa: E402
 from mteb_lrd.defaults import default_model_path, demo_pairs  # noqa: E402
-from mteb_lrd.integration.background_dynamics import BackgroundDynamics  # noqa: E402
-from mteb_lrd.integration.layer_choice import AUTO_ALL_UP_TO, DEFAULT_LAYER_CHOICE, resolve_layers  # noqa: E402
-from mteb_lrd.integration.wrapper import LayerDynamicsModel  # noqa: E402
 from mteb_lrd.io import read_jsonl  # noqa: E402
 from mteb_lrd.models import panel_install  # noqa: E402
 from mteb_lrd.models.panel import PANEL  # noqa: E402

@@ -78,10 +78,10 @@ def _pool(states: int, rows: int, dim: int, count: int = 4) -> list[np.ndarray]:
 
 def child(args: argparse.Namespace) -> dict[str, float]:
     """One size in this process: returns its figures (printed as one JSON line)."""
+    from mteb_lrd.adapter import augmentation
+    from mteb_lrd.adapter.layer_choice import resolve_layers
+    from mteb_lrd.adapter.options import LayerDynamicsOptions
     from mteb_lrd.extraction.extractor import KeptStates
-    from mteb_lrd.integration import augmentation
-    from mteb_lrd.integration.layer_choice import resolve_layers
-    from mteb_lrd.integration.options import LayerDynamicsOptions
     from mteb_lrd.storage.lrd_sample import LRDSample
     from mteb_lrd.storage.memory_plan import MemoryPlan
     from mteb_lrd.storage.vector_store import VectorStore

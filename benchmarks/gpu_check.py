@@ -290,7 +290,7 @@ def _retrieval_folder(pairs: list[dict[str, Any]], folder: Path) -> Path:
 @contextlib.contextmanager
 def _stage_clocks(seconds: dict[str, float]) -> Iterator[None]:
     """Accumulate the forward passes', the LRD's and the per-layer scoring's seconds (CUDA-synchronised)."""
-    from mteb_lrd.integration import augmentation
+    from mteb_lrd.adapter import augmentation
 
     def clocked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, **kwargs: Any) -> Any:

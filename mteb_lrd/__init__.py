@@ -25,12 +25,12 @@ _EXPORTS: dict[str, str] = {
     "LayerStates": "mteb_lrd.extraction.extractor",
     "LayerExtractor": "mteb_lrd.extraction.extractor",
     "ExtractionOptions": "mteb_lrd.extraction.options",
-    "LayerDynamicsOptions": "mteb_lrd.integration.options",
+    "LayerDynamicsOptions": "mteb_lrd.adapter.options",
     "extract_layer_states": "mteb_lrd.extraction.extractor",
-    "with_layer_dynamics": "mteb_lrd.integration.wrapper",
+    "with_layer_dynamics": "mteb_lrd.adapter.wrapper",
     "LayerDynamicsEvaluator": "mteb_lrd.training.layer_dynamics_evaluator",
     "EvaluatorOptions": "mteb_lrd.training.layer_dynamics_evaluator",
-    "prune": "mteb_lrd.integration.pruned_models",
+    "prune": "mteb_lrd.registration.pruned_models",
     "PruneOptions": "mteb_lrd.pruning.options",
     "skip_blocks": "mteb_lrd.pruning.surgery",
     "pruning_record": "mteb_lrd.models.pruning_record",
@@ -39,9 +39,9 @@ _EXPORTS: dict[str, str] = {
     "sts_tasks": "mteb_lrd.tasks.shared_tasks",
     "demo_task": "mteb_lrd.tasks.shared_tasks",
     "write_report": "mteb_lrd.report",
-    "register_with_mteb": "mteb_lrd.integration.mteb_registration",
-    "load_wrapped": "mteb_lrd.integration.mteb_registration",
-    "MODEL_PREFIX": "mteb_lrd.integration.mteb_registration",
+    "register_with_mteb": "mteb_lrd.registration.mteb_registration",
+    "load_wrapped": "mteb_lrd.registration.mteb_registration",
+    "MODEL_PREFIX": "mteb_lrd.registration.mteb_registration",
     "results_table": "mteb_lrd.report",
 }
 
@@ -62,12 +62,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mteb_lrd.adapter.options import LayerDynamicsOptions  # noqa: F401
+    from mteb_lrd.adapter.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.extraction.extractor import LayerExtractor, LayerStates, extract_layer_states  # noqa: F401
     from mteb_lrd.extraction.options import ExtractionOptions  # noqa: F401
-    from mteb_lrd.integration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
-    from mteb_lrd.integration.options import LayerDynamicsOptions  # noqa: F401
-    from mteb_lrd.integration.pruned_models import prune  # noqa: F401
-    from mteb_lrd.integration.wrapper import with_layer_dynamics  # noqa: F401
     from mteb_lrd.metrics.frenet import FrenetResult, frenet  # noqa: F401
     from mteb_lrd.metrics.gfmi import GFMIResult, gfmi  # noqa: F401
     from mteb_lrd.metrics.lrd import LRDResult, lrd  # noqa: F401
@@ -77,6 +75,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mteb_lrd.pruning.choose import choose_blocks  # noqa: F401
     from mteb_lrd.pruning.options import PruneOptions  # noqa: F401
     from mteb_lrd.pruning.surgery import skip_blocks  # noqa: F401
+    from mteb_lrd.registration.mteb_registration import MODEL_PREFIX, load_wrapped, register_with_mteb  # noqa: F401
+    from mteb_lrd.registration.pruned_models import prune  # noqa: F401
     from mteb_lrd.report import results_table, write_report  # noqa: F401
     from mteb_lrd.tasks.local_tasks import local_task  # noqa: F401
     from mteb_lrd.tasks.shared_tasks import demo_task, sts_tasks  # noqa: F401

@@ -13,9 +13,9 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import with_layer_dynamics
+from mteb_lrd.adapter.seams import ResultFileError
 from mteb_lrd.cli import main
 from mteb_lrd.cli.checks import HUB_HINT, error_line
-from mteb_lrd.integration.seams import ResultFileError
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}
 

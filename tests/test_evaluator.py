@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from sentence_transformers import SentenceTransformer
 
 from mteb_lrd import with_layer_dynamics
+from mteb_lrd.adapter.options import LayerDynamicsOptions
 from mteb_lrd.extraction.extractor import extract_layer_states
-from mteb_lrd.integration.options import LayerDynamicsOptions
 from mteb_lrd.metrics import frenet, subsample
 from tests.mteb_helpers import classification_task, pair_task, retrieval_task, sts_task
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mteb_lrd.integration.layer_choice import check_layer_choice, choice_label, covers, resolve_layers
-from mteb_lrd.integration.options import LayerDynamicsOptions, row_is_complete
+from mteb_lrd.adapter.layer_choice import check_layer_choice, choice_label, covers, resolve_layers
+from mteb_lrd.adapter.options import LayerDynamicsOptions, row_is_complete
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from datasets import Dataset
 
 from mteb_lrd import _compat, with_layer_dynamics
-from mteb_lrd.integration.layer_scoring import (
+from mteb_lrd.adapter.layer_scoring import (
     TIE_MARGIN,
     main_score_cutoff,
     main_score_only,
@@ -24,7 +24,7 @@ from mteb_lrd.integration.layer_scoring import (
     search_depth,
     texts_read_once,
 )
-from mteb_lrd.integration.protocols import read_texts
+from mteb_lrd.adapter.protocols import read_texts
 from mteb_lrd.tasks.local_tasks import make_task
 from tests.mteb_helpers import LayerEncoder, pair_task, sts_task
 from tests.tiny_models import WORDS
@@ -189,7 +189,7 @@ def test_main_score_only_is_scoped_and_keeps_an_nauc_main_score():
 
 
 def test_each_dataloader_is_read_once_for_all_layers(tiny_st, monkeypatch):
-    from mteb_lrd.integration import layer_scoring
+    from mteb_lrd.adapter import layer_scoring
 
     reads = []
 

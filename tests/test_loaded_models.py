@@ -15,7 +15,7 @@ from typing import Any
 import mteb
 import pytest
 
-from mteb_lrd.integration.loaded_models import (
+from mteb_lrd.registration.loaded_models import (
     OPTIONS_ENV,
     WRAP_ENV,
     environment_options,
@@ -133,7 +133,7 @@ def hooked(monkeypatch):
     """``ModelMeta.load_model`` routed through the plugin's hook for this test only."""
     from mteb.models import ModelMeta
 
-    from mteb_lrd.integration import loaded_models
+    from mteb_lrd.registration import loaded_models
 
     if not loaded_models._ORIGINAL_LOAD_MODEL:
         monkeypatch.setattr(loaded_models, "_ORIGINAL_LOAD_MODEL", [ModelMeta.load_model])

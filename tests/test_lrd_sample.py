@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from mteb_lrd import with_layer_dynamics
+from mteb_lrd.adapter import expected_texts as expected_module
+from mteb_lrd.adapter.background_dynamics import BackgroundDynamics
 from mteb_lrd.extraction.extractor import extract_layer_states
-from mteb_lrd.integration import expected_texts as expected_module
-from mteb_lrd.integration.background_dynamics import BackgroundDynamics
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.parameters import Caps
 from mteb_lrd.pipeline import layer_dynamics
@@ -192,7 +192,7 @@ def test_memory_plan_shares_the_budget():
 def test_per_layer_retrieval_reads_the_corpus_in_planned_chunks_with_equal_scores(tiny_st, monkeypatch):
     import dataclasses
 
-    from mteb_lrd.integration.wrapper import LayerView
+    from mteb_lrd.adapter.wrapper import LayerView
 
     texts = _texts(20, seed=5)
     plain = with_layer_dynamics(tiny_st, layer_dynamics=False)
@@ -218,7 +218,7 @@ def test_per_layer_retrieval_on_the_score_device_gives_equal_scores(tiny_st, mon
     """The accelerator path (torch tensors handed to mteb's search), exercised with the CPU device."""
     import torch
 
-    from mteb_lrd.integration.wrapper import LayerView
+    from mteb_lrd.adapter.wrapper import LayerView
 
     kinds = set()
     encode = LayerView.encode
@@ -280,7 +280,7 @@ def test_a_background_measurement_is_dropped_when_more_texts_arrive(tiny_st, mon
 def test_expected_documents_join_titles_as_mteb_does():
     from datasets import Dataset
 
-    from mteb_lrd.integration.expected_texts import _distinct_documents
+    from mteb_lrd.adapter.expected_texts import _distinct_documents
 
     rows = [{"id": "a", "title": "Cats", "text": "sit"}, {"id": "b", "title": "", "text": "Cats sit"},
             {"id": "c", "title": "Cats", "text": "run"}, {"id": "d", "title": "", "text": " Cats sit"}]  # fmt: skip

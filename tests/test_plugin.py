@@ -52,7 +52,7 @@ def test_plugin_loader_wraps_a_folder(tiny_st_dir, texts):
         import mteb_lrd_plugin
     finally:
         sys.path.remove(str(PLUGINS))
-    from mteb_lrd.integration.wrapper import LayerDynamicsModel
+    from mteb_lrd.adapter.wrapper import LayerDynamicsModel
 
     wrapped = mteb_lrd_plugin.load_wrapped(f"mteb-lrd/{tiny_st_dir}", device="cpu")
     assert isinstance(wrapped, LayerDynamicsModel)

@@ -1,6 +1,6 @@
 """Canaries for the mteb seams: they fail the moment mteb moves under the plugin.
 
-Each test pins one promise of :mod:`mteb_lrd.integration.seams` against mteb's own task classes and
+Each test pins one promise of :mod:`mteb_lrd.adapter.seams` against mteb's own task classes and
 mock tasks: every subset method is wrapped, every supported task type (cross-validated classification
 included) gets both layer keys with numbers equal to an independent re-computation, a copied model
 meta still triggers the re-run that adds keys, and each overwrite strategy behaves as documented.
@@ -21,7 +21,7 @@ from mteb.abstasks.abstask import AbsTask
 from mteb.abstasks.task_metadata import TaskMetadata
 
 from mteb_lrd import _compat, with_layer_dynamics
-from mteb_lrd.integration import seams
+from mteb_lrd.adapter import seams
 from tests.mteb_helpers import LayerEncoder, classification_task, sts_task
 
 RUN = {"co2_tracker": False, "show_progress_bar": False}

@@ -104,7 +104,7 @@ def _main_score(encoder, task):
 def test_mteb_scores_equal_those_of_pruned_copies_and_encode_once(st_model, tmp_path):
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
     from tests.mteb_helpers import sts_task
 
     task = sts_task()
@@ -153,8 +153,8 @@ def test_each_variant_is_stored_as_its_pruned_copy_would_be(st_model, tmp_path):
     from mteb.cache import ResultCache
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from mteb_lrd.integration.experiments import pruned_meta
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.adapter.experiments import pruned_meta
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
 
     variants = PrunedVariants(st_model, _sets(), tmp_path / "vectors", batch_size=4)
     cache = ResultCache(tmp_path / "results")
@@ -177,7 +177,7 @@ def test_a_variant_of_a_rule_pruned_model_is_named_as_its_pruned_copy(st_model, 
     from mteb.models import SentenceTransformerEncoderWrapper
 
     import mteb_lrd
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
 
     ruled = mteb_lrd.prune(st_model, [1], rule="nrs", budget=0.2)  # the public prune names experiments
     assert SentenceTransformerEncoderWrapper(ruled).mteb_model_meta.experiment_kwargs["rule"] == "nrs"
@@ -195,7 +195,7 @@ def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
     """EmbeddingGemma-style task-type prompts: each variant's texts get the STS prompt, as in a plain run."""
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
     from tests.mteb_helpers import sts_task
 
     folder = build_tiny_sentence_transformer(tmp_path / "st", num_layers=NUM_LAYERS)
@@ -215,8 +215,8 @@ def test_variants_use_the_prompt_a_plain_run_uses(tmp_path):
 def test_the_expected_texts_are_encoded_together_in_resumable_chunks(st_model, texts, tmp_path, monkeypatch):
     """Both columns' texts in one encoding (each distinct text once), chunk by chunk: an encoding
     interrupted after two chunks recomputes only the others."""
-    from mteb_lrd.integration import pruned_variants
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.studies import pruned_variants
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
 
     one, two = texts[:10], texts[6:]  # 16 distinct texts, 4 in both
     calls = []

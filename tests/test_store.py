@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mteb_lrd.integration.options import LayerDynamicsOptions
+from mteb_lrd.adapter.options import LayerDynamicsOptions
 from mteb_lrd.storage.vector_store import VectorStore
 
 

@@ -114,8 +114,8 @@ def _move_into_place(staging: Path, out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``mteb-lrd prune``; returns the exit code."""
-    from mteb_lrd.integration.pruned_models import prune
     from mteb_lrd.models.pruning_record import pruning_record
+    from mteb_lrd.registration.pruned_models import prune
 
     if (args.blocks is None) == (args.rule is None):
         raise ValueError("give either --blocks or --rule with --budget")

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.adapter.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.cli.executor import add_executor_options, run_on_ray, unit_config
 from mteb_lrd.cli.options import add_install_option, add_list_option, path_arg, show_progress
 from mteb_lrd.extraction.templates import resolve_template
-from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice
 from mteb_lrd.io import folder_bytes
 from mteb_lrd.models.loading import DEFAULT_MODEL
 from mteb_lrd.progress import Progress

@@ -8,7 +8,7 @@ SentenceTransformer, a transformers model for a transformers model): ``encode``,
   the base model's numbering, number of blocks, rule, budget), which travels with every save and
   reload and makes mteb store the model's results as an experiment of its base
   (``mteb_lrd.prune`` installs mteb's metadata hook for that, see
-  :mod:`mteb_lrd.integration.experiments`);
+  :mod:`mteb_lrd.adapter.experiments`);
 - on a SentenceTransformer's model card (``model_card_data``): base model, a title naming the removed
   blocks, rule and budget, the tags ``pruned`` and ``mteb-lrd``, and a first sentence that says
   "pruned from <base>" instead of sentence-transformers' "finetuned from"; ``save`` writes this

@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mteb_lrd.adapter.layer_choice import DEFAULT_LAYER_CHOICE
+from mteb_lrd.adapter.options import SUPPORTED_TASK_TYPES, row_is_complete
 from mteb_lrd.extraction.options import scoring_settings
 from mteb_lrd.extraction.templates import template_label
-from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE
-from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
 from mteb_lrd.io import atomic_write_json, content_key, folder_bytes, read_json
 from mteb_lrd.progress import Progress
 from mteb_lrd.runners.run_config import UnitConfig

@@ -36,8 +36,8 @@ def _registered(spec: str, config: UnitConfig, cache_dir: str | None, options: d
     """
     import logging
 
-    from mteb_lrd.integration.loaded_models import registered_encoder, unwrappable_reason, wrap_under_meta
     from mteb_lrd.models.naming import KNOWN_NAMES
+    from mteb_lrd.registration.loaded_models import registered_encoder, unwrappable_reason, wrap_under_meta
 
     if config.name is not None or config.revision is not None:
         return None  # an explicit name or revision: the caller's, not the registry's
@@ -80,8 +80,8 @@ def evaluate_model(
     """
     import mteb
 
-    from mteb_lrd.integration.provenance import record_command
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.adapter.provenance import record_command
+    from mteb_lrd.adapter.wrapper import with_layer_dynamics
     from mteb_lrd.models.loading import load_for_mteb
     from mteb_lrd.runners.atomic_cache import AtomicResultCache
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mteb_lrd.integration.options import LAYER_KEYS
-from mteb_lrd.integration.provenance import process_command
+from mteb_lrd.adapter.options import LAYER_KEYS
+from mteb_lrd.adapter.provenance import process_command
 
 __all__ = ["UnitConfig"]
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.integration.provenance import run_provenance
+from mteb_lrd.adapter.provenance import run_provenance
 from mteb_lrd.pruning.choose import method_choices
 from mteb_lrd.pruning.rules import (
     RULES,
@@ -206,11 +206,11 @@ def _score_variants(
     task's distinct ``texts`` are timed.
 
     With ``pruning.shared_prefix`` a SentenceTransformer's variants are encoded together
-    (:class:`~mteb_lrd.integration.pruned_variants.PrunedVariants`, vectors kept in
+    (:class:`~mteb_lrd.studies.pruned_variants.PrunedVariants`, vectors kept in
     ``scratch/vectors`` until the cell is done; the task's ``texts`` are encoded together);
     otherwise each variant is a pruned copy encoded on its own.
     """
-    from mteb_lrd.integration.pruned_variants import PrunedVariants
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
 
     progress = scratch / "variants.json"
     done: dict[str, dict[str, float]] = (read_record(progress) or {}).get("variants", {})

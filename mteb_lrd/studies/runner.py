@@ -209,7 +209,7 @@ def mteb_encoder(model: StudyModel, scored: Any = None, *, cache_dir: str | Path
     """
     from mteb.models import SentenceTransformerEncoderWrapper
 
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.adapter.wrapper import with_layer_dynamics
 
     target = model.model if scored is None else scored
     if hasattr(target, "mteb_model_meta"):
@@ -347,7 +347,7 @@ class CellProfile:
 
 def profile_outputs(cell: CellProfile, prompt: str | None) -> dict[tuple[str, str], np.ndarray]:
     """``{(prompt, text): output}`` for the cell's extracted texts: what mteb's run of the model would
-    compute for them (:class:`~mteb_lrd.integration.known_vectors.KnownVectors` serves them); blank
+    compute for them (:class:`~mteb_lrd.studies.known_vectors.KnownVectors` serves them); blank
     texts are left out (extraction encodes them as ``" "``)."""
     return {(prompt or "", text): cell.embeddings[i] for i, text in enumerate(cell.texts) if text.strip()}
 

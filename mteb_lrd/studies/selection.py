@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.integration.known_vectors import KnownVectors
-from mteb_lrd.integration.provenance import run_provenance
+from mteb_lrd.adapter.provenance import run_provenance
 from mteb_lrd.metrics.spectrum import alpha_req, rankme
+from mteb_lrd.studies.known_vectors import KnownVectors
 from mteb_lrd.studies.options import CellOptions
 from mteb_lrd.studies.records import read_record, record_path, scratch_path
 from mteb_lrd.studies.runner import (

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from mteb_lrd.integration.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice, covers
+from mteb_lrd.adapter.layer_choice import DEFAULT_LAYER_CHOICE, check_layer_choice, covers
 from mteb_lrd.metrics.params import MetricParams
 from mteb_lrd.parameters import DEFAULT_SEED, Caps
 from mteb_lrd.storage.vector_store import check_store_options

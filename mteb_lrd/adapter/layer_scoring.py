@@ -35,7 +35,7 @@ from typing import Any
 from mteb.abstasks.abstask import AbsTask
 
 from mteb_lrd import _compat
-from mteb_lrd.integration.protocols import TextReader, read_texts
+from mteb_lrd.adapter.protocols import TextReader, read_texts
 
 __all__ = [
     "TIE_MARGIN",

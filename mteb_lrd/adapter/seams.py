@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from mteb_lrd import _compat
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.protocols import LayerDynamicsEncoder
+    from mteb_lrd.adapter.protocols import LayerDynamicsEncoder
 
 __all__ = [
     "ORIGINAL",
@@ -102,7 +102,7 @@ def _bind(
 
 def _plan(model: LayerDynamicsEncoder, task: Any, data_split: Any) -> None:
     """Tell the wrapper how many texts the subset's layer dynamics will see, before it encodes them."""
-    from mteb_lrd.integration.expected_texts import expected_texts
+    from mteb_lrd.adapter.expected_texts import expected_texts
 
     meta = task.metadata
 
@@ -114,7 +114,7 @@ def _plan(model: LayerDynamicsEncoder, task: Any, data_split: Any) -> None:
 
 
 def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
-    from mteb_lrd.integration.augmentation import augment_scores, random_states
+    from mteb_lrd.adapter.augmentation import augment_scores, random_states
 
     @functools.wraps(original)
     def evaluate_subset(*args: Any, **kwargs: Any) -> Any:
@@ -142,7 +142,7 @@ def _wrap_subset_method(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_cache_check(original: Callable[..., Any]) -> Callable[..., Any]:
-    from mteb_lrd.integration.options import SUPPORTED_TASK_TYPES, row_is_complete
+    from mteb_lrd.adapter.options import SUPPORTED_TASK_TYPES, row_is_complete
 
     @functools.wraps(original)
     def check_cache(*args: Any, **kwargs: Any) -> Any:

@@ -5,8 +5,8 @@ the LRD profiles of the texts it encoded, and the task's main score at every lay
 ``encode`` runs the model once per batch with all hidden states
 (:class:`~mteb_lrd.extraction.extractor.LayerExtractor`), returns the model's own embeddings (so the
 ordinary scores are those of a plain run) and keeps the pooled vector of every layer keyed by
-``(prompt, text)``. After each task subset, :mod:`mteb_lrd.integration.seams` has
-:mod:`mteb_lrd.integration.augmentation` add ``layer_dynamics`` and ``per_layer`` to the scores;
+``(prompt, text)``. After each task subset, :mod:`mteb_lrd.adapter.seams` has
+:mod:`mteb_lrd.adapter.augmentation` add ``layer_dynamics`` and ``per_layer`` to the scores;
 ``per_layer`` re-runs the task's own evaluator on a :class:`LayerView`, which serves layer ``l``
 from those vectors (no forward pass).
 """
@@ -26,22 +26,22 @@ from mteb.models.abs_encoder import AbsEncoder
 from mteb.types import BatchedInput, PromptType
 
 from mteb_lrd import _compat
-from mteb_lrd.extraction.extractor import LayerExtractor
-from mteb_lrd.extraction.kept_states import KeptStates
-from mteb_lrd.extraction.options import ExtractionOptions, scoring_settings
-from mteb_lrd.extraction.templates import template_label
-from mteb_lrd.integration import seams
-from mteb_lrd.integration.background_dynamics import BackgroundDynamics
-from mteb_lrd.integration.layer_choice import resolve_layers
-from mteb_lrd.integration.model_meta import model_meta
-from mteb_lrd.integration.options import (
+from mteb_lrd.adapter import seams
+from mteb_lrd.adapter.background_dynamics import BackgroundDynamics
+from mteb_lrd.adapter.layer_choice import resolve_layers
+from mteb_lrd.adapter.model_meta import model_meta
+from mteb_lrd.adapter.options import (
     DOCUMENT_TYPES,
     SUPPORTED_TASK_TYPES,
     LayerDynamicsOptions,
     is_lrd_call,
 )
-from mteb_lrd.integration.plain_prompt import plain_run_prompt
-from mteb_lrd.integration.protocols import CallKey, TextReader, read_texts
+from mteb_lrd.adapter.plain_prompt import plain_run_prompt
+from mteb_lrd.adapter.protocols import CallKey, TextReader, read_texts
+from mteb_lrd.extraction.extractor import LayerExtractor
+from mteb_lrd.extraction.kept_states import KeptStates
+from mteb_lrd.extraction.options import ExtractionOptions, scoring_settings
+from mteb_lrd.extraction.templates import template_label
 from mteb_lrd.storage.lrd_sample import LRDSample
 from mteb_lrd.storage.memory_plan import MemoryPlan
 from mteb_lrd.storage.vector_store import TextKey, VectorStore
@@ -411,9 +411,9 @@ def with_layer_dynamics(
             saved there, so a run killed inside a task recomputes only the missing shards
             (``None``: no cache).
         name / revision: model name and revision for mteb results (default: the model's own).
-        options: every setting below as one :class:`~mteb_lrd.integration.options.LayerDynamicsOptions`
+        options: every setting below as one :class:`~mteb_lrd.adapter.options.LayerDynamicsOptions`
             (then give no ``**fields``).
-        **fields: fields of :class:`~mteb_lrd.integration.options.LayerDynamicsOptions` (caps, seed,
+        **fields: fields of :class:`~mteb_lrd.adapter.options.LayerDynamicsOptions` (caps, seed,
             metric parameters, ``per_layer=False`` to skip the per-layer scores,
             ``per_layer_layers`` to choose the states that get them, ``memory_budget_mb``,
             ``store_dtype``, ``spill_dir``, ...).

@@ -1,5 +1,5 @@
 """The mteb metadata of a wrapped model: its one name and revision, and for a pruned model the
-experiment of its base (:mod:`mteb_lrd.integration.experiments`)."""
+experiment of its base (:mod:`mteb_lrd.adapter.experiments`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from mteb.models import ModelMeta
 
-from mteb_lrd.integration.experiments import pruned_meta
+from mteb_lrd.adapter.experiments import pruned_meta
 from mteb_lrd.models.naming import check_name, is_usable_name, model_name, model_revision
 
 __all__ = ["model_meta"]

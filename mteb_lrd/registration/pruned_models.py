@@ -1,13 +1,13 @@
 """``mteb_lrd.prune``: :func:`mteb_lrd.pruning.pruned.pruned_copy`, with mteb's metadata hook installed
 when a pruned model is built, so that plain ``mteb.evaluate`` stores its results as an experiment
-of the base model (:mod:`mteb_lrd.integration.experiments`). The pruning itself knows nothing of mteb."""
+of the base model (:mod:`mteb_lrd.adapter.experiments`). The pruning itself knows nothing of mteb."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
-from mteb_lrd.integration import experiments
+from mteb_lrd.adapter import experiments
 from mteb_lrd.pruning import pruned
 
 __all__ = ["prune"]

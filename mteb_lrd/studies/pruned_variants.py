@@ -22,10 +22,10 @@ import numpy as np
 from mteb.models import SentenceTransformerEncoderWrapper
 
 from mteb_lrd import _compat
+from mteb_lrd.adapter.experiments import variant_meta
+from mteb_lrd.adapter.plain_prompt import plain_run_prompt
+from mteb_lrd.adapter.protocols import read_texts
 from mteb_lrd.extraction.cache import ArrayCache
-from mteb_lrd.integration.experiments import variant_meta
-from mteb_lrd.integration.plain_prompt import plain_run_prompt
-from mteb_lrd.integration.protocols import read_texts
 from mteb_lrd.io import content_key, temporary_folder, texts_digest
 from mteb_lrd.pruning.rules import block_key
 from mteb_lrd.pruning.shared_prefix import BlockSet, encode_variants

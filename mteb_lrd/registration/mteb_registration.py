@@ -34,7 +34,7 @@ def load_wrapped(
     Results keep the model's one name (``sentence-transformers/all-MiniLM-L6-v2`` for ``default``, see
     :mod:`mteb_lrd.models.naming`), so they sit next to plain and Python-API runs of the same model.
     """
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.adapter.wrapper import with_layer_dynamics
     from mteb_lrd.models.loading import load_for_mteb
 
     spec = mteb_lrd_model or model_name.removeprefix(MODEL_PREFIX)
@@ -94,10 +94,10 @@ def register_with_mteb() -> list[str]:
         return []
     from mteb.models import ModelMeta
 
-    from mteb_lrd.integration import experiments
-    from mteb_lrd.integration.loaded_models import install_load_model_hook
-    from mteb_lrd.integration.seams import install_seams
+    from mteb_lrd.adapter import experiments
+    from mteb_lrd.adapter.seams import install_seams
     from mteb_lrd.models.naming import KNOWN_NAMES
+    from mteb_lrd.registration.loaded_models import install_load_model_hook
     from mteb_lrd.tasks.shared_tasks import demo_task, register_tasks, sts_tasks
 
     install_seams()

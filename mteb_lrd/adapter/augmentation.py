@@ -2,8 +2,8 @@
 
 ``layer_dynamics``: Frenet / NRS / GFMI of the texts the task encoded (the spec's texts rule per
 task type, each family on its own capped sample). ``per_layer``: the task's own evaluator re-run on
-every layer's stored vectors through a :class:`~mteb_lrd.integration.wrapper.LayerView` — no extra
-forward pass. :mod:`mteb_lrd.integration.seams` calls :func:`augment_scores` after each subset.
+every layer's stored vectors through a :class:`~mteb_lrd.adapter.wrapper.LayerView` — no extra
+forward pass. :mod:`mteb_lrd.adapter.seams` calls :func:`augment_scores` after each subset.
 """
 
 from __future__ import annotations
@@ -19,28 +19,28 @@ import numpy as np
 from mteb.abstasks.abstask import AbsTask
 
 from mteb_lrd import _compat
-from mteb_lrd.integration.layer_choice import choice_label
-from mteb_lrd.integration.layer_intervals import captured_pair_scores, pair_interval
-from mteb_lrd.integration.layer_scoring import (
+from mteb_lrd.adapter.layer_choice import choice_label
+from mteb_lrd.adapter.layer_intervals import captured_pair_scores, pair_interval
+from mteb_lrd.adapter.layer_scoring import (
     corpus_chunks,
     main_score_only,
     reused_dataloaders,
     search_depth,
     texts_read_once,
 )
-from mteb_lrd.integration.options import (
+from mteb_lrd.adapter.options import (
     SUPPORTED_TASK_TYPES,
     LayerDynamicsOptions,
     is_lrd_call,
     texts_rule,
 )
-from mteb_lrd.integration.provenance import run_provenance
+from mteb_lrd.adapter.provenance import run_provenance
 from mteb_lrd.io import to_jsonable
 from mteb_lrd.progress import Progress
 from mteb_lrd.storage.vector_store import release_freed_memory
 
 if TYPE_CHECKING:
-    from mteb_lrd.integration.protocols import LayerDynamicsEncoder
+    from mteb_lrd.adapter.protocols import LayerDynamicsEncoder
     from mteb_lrd.metrics.lrd import LRDResult
     from mteb_lrd.storage.lrd_sample import LRDSample, SampleDraw
     from mteb_lrd.storage.vector_store import TextKey
@@ -143,7 +143,7 @@ def per_layer_scores(
     the encode kwargs ask for progress bars. Work that does not depend on the layer (dataloaders),
     search depth beyond the main score's cutoff and metrics the main score does not use (retrieval
     abstention) are not repeated: see
-    :mod:`mteb_lrd.integration.layer_scoring`.
+    :mod:`mteb_lrd.adapter.layer_scoring`.
 
     Returns:
         ``{"main_score": name, "layer_choice": ..., "num_states": L + 1, "layers": [chosen states],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mteb_lrd.integration.options import DOCUMENT_TYPES
+from mteb_lrd.adapter.options import DOCUMENT_TYPES
 
 __all__ = ["expected_texts"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mteb_lrd.integration.plain_prompt import plain_run_prompt
-from mteb_lrd.integration.protocols import read_texts
+from mteb_lrd.adapter.plain_prompt import plain_run_prompt
+from mteb_lrd.adapter.protocols import read_texts
 
 __all__ = ["KnownVectors"]
 

@@ -2,9 +2,9 @@
 layer-dynamics encoder, as a Protocol, and the text helpers they share.
 
 mteb keeps ``EncoderProtocol`` apart from its models; likewise the modules that drive the wrapper
-(:mod:`~mteb_lrd.integration.seams`, :mod:`~mteb_lrd.integration.augmentation`,
-:mod:`~mteb_lrd.integration.layer_scoring`) depend on this module, not on
-:mod:`~mteb_lrd.integration.wrapper`, so the wrapper can install the seams without an import circle.
+(:mod:`~mteb_lrd.adapter.seams`, :mod:`~mteb_lrd.adapter.augmentation`,
+:mod:`~mteb_lrd.adapter.layer_scoring`) depend on this module, not on
+:mod:`~mteb_lrd.adapter.wrapper`, so the wrapper can install the seams without an import circle.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from mteb.types import BatchedInput, PromptType
 if TYPE_CHECKING:  # pragma: no cover
     from mteb.abstasks.task_metadata import TaskMetadata
 
-    from mteb_lrd.integration.background_dynamics import BackgroundDynamics
-    from mteb_lrd.integration.options import LayerDynamicsOptions
+    from mteb_lrd.adapter.background_dynamics import BackgroundDynamics
+    from mteb_lrd.adapter.options import LayerDynamicsOptions
     from mteb_lrd.storage.lrd_sample import LRDSample
     from mteb_lrd.storage.memory_plan import MemoryPlan
     from mteb_lrd.storage.vector_store import TextKey, VectorStore
@@ -38,7 +38,7 @@ def read_texts(inputs: Iterable[BatchedInput]) -> list[str]:
 
 
 class LayerDynamicsEncoder(Protocol):
-    """The layer-dynamics encoder as the seams see it (:class:`~mteb_lrd.integration.wrapper.LayerDynamicsModel`).
+    """The layer-dynamics encoder as the seams see it (:class:`~mteb_lrd.adapter.wrapper.LayerDynamicsModel`).
 
     Attributes:
         options: what is computed per task subset. layers: the states that get per-layer scores.

@@ -3,7 +3,7 @@
 ``mteb.get_model`` (and so ``mteb run -m <name>``) loads a registered model through its
 ``ModelMeta.load_model``: the pinned revision, prompts, instruction templates and loader settings
 are mteb's. With the plugin on, the encoder that loader returns is handed to
-:func:`~mteb_lrd.integration.wrapper.with_layer_dynamics`, keeping mteb's meta, so the results land
+:func:`~mteb_lrd.adapter.wrapper.with_layer_dynamics`, keeping mteb's meta, so the results land
 where a plain run puts them and gain ``layer_dynamics`` and ``per_layer``.
 
 Only encoders whose forward passes the wrapper reproduces to the bit are wrapped: mteb's
@@ -16,7 +16,7 @@ Stock ``mteb run`` has no flags for the plugin, so it is set from the environmen
 * ``MTEB_LRD_WRAP``: ``all`` (default) wraps every model mteb loads; ``named`` only ``mteb-lrd/...``
   names and local folders.
 * ``MTEB_LRD_OPTIONS``: the layer-dynamics options
-  (:class:`~mteb_lrd.integration.options.LayerDynamicsOptions` fields) as a JSON object, or the path
+  (:class:`~mteb_lrd.adapter.options.LayerDynamicsOptions` fields) as a JSON object, or the path
   of a JSON file holding one, e.g. ``{"per_layer_layers": "last:4", "memory_budget_mb": 512}``.
 """
 
@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from mteb_lrd.integration.options import LayerDynamicsOptions
+from mteb_lrd.adapter.options import LayerDynamicsOptions
 
 __all__ = [
     "OPTIONS_ENV",
@@ -121,9 +121,9 @@ def _warn_once(name: str, reason: str) -> None:
 
 def wrap_under_meta(encoder: Any, **settings: Any) -> Any:
     """``encoder`` (as an mteb loader returned it) wrapped by
-    :func:`~mteb_lrd.integration.wrapper.with_layer_dynamics` with ``settings``, keeping mteb's meta:
+    :func:`~mteb_lrd.adapter.wrapper.with_layer_dynamics` with ``settings``, keeping mteb's meta:
     its name, revision, prompts and loader settings."""
-    from mteb_lrd.integration.wrapper import with_layer_dynamics
+    from mteb_lrd.adapter.wrapper import with_layer_dynamics
 
     meta = encoder.mteb_model_meta
     wrapped = with_layer_dynamics(encoder, **settings)
