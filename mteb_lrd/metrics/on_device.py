@@ -21,12 +21,15 @@ on the CPU (milliseconds a state).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mteb_lrd.metrics.informative import SPREAD_TOL, RowCheck, spread_rank
 from mteb_lrd.metrics.states import require_rows
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "DeviceLayers",
@@ -91,7 +94,7 @@ class DeviceLayers:
         n_dropped: rows excluded for NaN, Inf or a zero vector at some layer.
     """
 
-    states: Any
+    states: Tensor
     kept: np.ndarray
     n_dropped: int
 
@@ -126,7 +129,7 @@ class DeviceLayers:
         """``L + 1``."""
         return int(self.states.shape[0])
 
-    def unit(self, layer: int) -> Any:
+    def unit(self, layer: int) -> Tensor:
         """``(n_kept, d)`` float32 L2-normalised kept rows of hidden state ``layer``, on the device."""
         return unit_rows(self.states[layer][self.kept])
 
@@ -135,12 +138,12 @@ def _work_dtype(torch: Any, rows: Any) -> Any:
     return torch.float64 if rows.is_floating_point() and rows.element_size() > 4 else torch.float32
 
 
-def torch_rows(rows: object, device: str) -> Any:
+def torch_rows(rows: object, device: str) -> Tensor:
     """``rows`` (numpy or a tensor) as a tensor on ``device``."""
     return _torch().as_tensor(rows, device=device)
 
 
-def unit_rows(rows: Any) -> Any:
+def unit_rows(rows: Tensor) -> Tensor:
     """Finite non-zero ``(n, d)`` rows L2-normalised in float32 as
     :func:`~mteb_lrd.metrics.states.normalise_rows` does: divided by their largest magnitude first."""
     torch = _torch()
@@ -150,7 +153,7 @@ def unit_rows(rows: Any) -> Any:
     return scaled.to(torch.float32)
 
 
-def row_check_on_device(rows: Any) -> RowCheck:
+def row_check_on_device(rows: Tensor) -> RowCheck:
     """:func:`~mteb_lrd.metrics.informative.row_check` of L2-normalised rows on their device."""
     torch = _torch()
     centred = rows - rows.to(torch.float64).mean(dim=0).to(rows.dtype)
@@ -167,12 +170,12 @@ class TorchSubspaces:
 
     device: str
 
-    def _centred(self, rows: Any) -> Any:
+    def _centred(self, rows: Tensor) -> Tensor:
         torch = _torch()
         centred = torch.as_tensor(rows, device=self.device).to(torch.float64)
         return centred - centred.mean(dim=0)
 
-    def eig(self, rows: Any) -> tuple[np.ndarray, Any]:
+    def eig(self, rows: Tensor) -> tuple[np.ndarray, Tensor]:
         """``(S² descending on the CPU, V (d, m) on the device)`` as ``_centred_covariance_eig``."""
         torch = _torch()
         centred = self._centred(rows)
@@ -193,7 +196,7 @@ class TorchSubspaces:
         directions[:, ~nonzero] = 0.0
         return values.cpu().numpy(), directions
 
-    def basis(self, v: Any, r: int) -> Any:
+    def basis(self, v: Tensor, r: int) -> Tensor:
         """``_basis`` on the device: the top-r directions, their complement when smaller (complete
         basis), or a QR-completed basis from the Gram directions."""
         d, m = v.shape
@@ -201,19 +204,19 @@ class TorchSubspaces:
             return v[:, r:] if r > d - r else v[:, :r]
         return _torch().linalg.qr(v[:, :r])[0]
 
-    def layer_basis(self, rows: Any, r: int) -> tuple[Any, int]:
+    def layer_basis(self, rows: Tensor, r: int) -> tuple[Tensor, int]:
         """A state's basis and its spread rank capped at ``r``."""
         s2, v = self.eig(rows)
         return self.basis(v, r), min(spread_rank(s2, int(rows.shape[0])), r)
 
-    def distance(self, q_a: Any, q_b: Any) -> float:
+    def distance(self, q_a: Tensor, q_b: Tensor) -> float:
         """Arc-length Grassmann distance, as :func:`~mteb_lrd.metrics.frenet.grassmann_distance`."""
         torch = _torch()
         sigma = torch.linalg.svdvals(q_a.T @ q_b)
         return float(torch.sqrt((torch.arccos(sigma.clamp(-1.0, 1.0)) ** 2).sum()))
 
 
-def knn_on_device(x: Any, k: int, block_rows: int = 4096) -> tuple[Any, Any]:
+def knn_on_device(x: Tensor, k: int, block_rows: int = 4096) -> tuple[Tensor, Tensor]:
     """Every row's ``k`` most similar rows of ``x`` (L2-normalised, on its device), itself excluded by
     index, sorted by decreasing similarity and equal similarities by increasing index, as
     :func:`~mteb_lrd.metrics.knn.knn`; float32 products with TF32 off, ``block_rows`` rows a product.
@@ -250,7 +253,7 @@ def knn_on_device(x: Any, k: int, block_rows: int = 4096) -> tuple[Any, Any]:
     return values, found
 
 
-def _linear_percentiles(values: Any, percentiles: np.ndarray) -> Any:
+def _linear_percentiles(values: Tensor, percentiles: np.ndarray) -> Tensor:
     """numpy's linear-method percentiles of a float64 tensor, from one sort, with its arithmetic."""
     torch = _torch()
     ordered = torch.sort(values.flatten()).values
@@ -264,7 +267,7 @@ def _linear_percentiles(values: Any, percentiles: np.ndarray) -> Any:
     return torch.where(gamma >= 0.5, upper - diff * (1 - gamma), lower + diff * gamma)
 
 
-def filtration_components_on_device(distances: Any, neighbours: Any, percentiles: np.ndarray) -> Any:
+def filtration_components_on_device(distances: Tensor, neighbours: Tensor, percentiles: np.ndarray) -> Tensor:
     """:func:`~mteb_lrd.metrics.gfmi.filtration_components` on the device of its inputs.
 
     Every level's graph at once: node ``v`` of level ``j`` is ``j·N + v``, and each kNN edge is
@@ -302,7 +305,7 @@ def filtration_components_on_device(distances: Any, neighbours: Any, percentiles
 
 
 def search_on_device(
-    rows: Any, k_max: int, nrs_k: int, gfmi_k: int, percentiles: np.ndarray, anchors: np.ndarray
+    rows: Tensor, k_max: int, nrs_k: int, gfmi_k: int, percentiles: np.ndarray, anchors: np.ndarray
 ) -> tuple[RowCheck, np.ndarray, np.ndarray]:
     """One state's row check, its anchors' ``nrs_k`` neighbours and its GFMI filtration labels
     ``(P, N)`` from one kNN search on the device of ``rows``; the last two as CPU arrays."""
