@@ -80,11 +80,13 @@ def row_check(rows: np.ndarray) -> RowCheck:
     """:class:`RowCheck` of ``(N, d)`` L2-normalised rows, in O(N d) float32 work: the spread as
     the root-mean-square distance to the mean (float32 rounding of identical unit rows leaves it
     near 1e-8, far below :data:`SPREAD_TOL`), distinct rows counted by their projection on a fixed
-    random direction (equal rows project equally, distinct ones almost surely not)."""
+    random direction (equal rows project equally, distinct ones almost surely not). No BLAS call
+    (einsum, not ``@``): the threads of a BLAS pool spin for a while after each call and would
+    slow the kNN search that follows on the same cores by about a third."""
     centred = rows - np.asarray(rows.mean(axis=0, dtype=np.float64), dtype=rows.dtype)
     spread = float(np.sqrt(np.einsum("nd,nd->", centred, centred) / max(len(rows), 1)))
     direction = np.asarray(np.random.default_rng(0).standard_normal(rows.shape[1]), dtype=rows.dtype)
-    return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(rows @ direction).size))
+    return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(np.einsum("nd,d->n", rows, direction)).size))
 
 
 def neighbour_reasons(checks: Iterable[RowCheck], k: int) -> dict[int, str]:
