@@ -7,7 +7,9 @@
    rotates from round to round), ``--repeats`` rounds after one warm-up run of each, on three tasks
    built from the shared STS Benchmark test set (the bundled 300-pair sample when the folder is
    absent): STS itself; pair classification (label = gold score >= 2.5); retrieval (queries =
-   sentence1 of the pairs scored >= 4, corpus = every sentence2, the pair's sentence2 relevant).
+   sentence1 of the pairs scored >= 4, corpus = every sentence2, the pair's sentence2 relevant;
+   ``--corpus-docs N`` adds distinct English sentences of the other shared STS sets as distractor
+   documents until the corpus holds N, for a retrieval task of realistic size).
    Prints per task and variant the median of the variant/plain ratios of the rounds and where the
    extra time goes, as a share of the plain time:
 
@@ -45,7 +47,8 @@ pools (on a shared machine with other busy processes, ``--threads 1`` avoids thr
 their barriers, which slowed mpnet's encoding 4x on 2 busy cores).
 
 Usage: python benchmarks/bench_mteb_overhead.py [--model minilm|mpnet|PATH] [--repeats 3]
-       [--tasks sts,pair,retrieval] [--variants off,default,all] [--max-pairs N] [--remove 2,3]
+       [--tasks sts,pair,retrieval] [--variants off,default,all] [--max-pairs N] [--corpus-docs N]
+       [--remove 2,3]
        [--batch-size 32] [--only overhead|speedup] [--threads N] [--clock wall|cpu]
 """
 
@@ -177,22 +180,29 @@ def _accumulate(
     setattr(owner, name, wrapper)
 
 
+# (owner, method, stage, inside, outside): what install_stage_timers times, besides the forward pass.
+# The LRD runs in a worker thread once a subset's expected texts are encoded (background_lrd): mteb's
+# thread waits for it (BackgroundDynamics.result / wait) before the layer keys are written, or
+# measures it itself (augmentation.task_layer_dynamics) when the worker's result is dropped;
+# LRDSample.measure is the measurement itself, in whichever thread.
+STAGE_TIMERS: tuple[tuple[object, str, str, str | None, str | None], ...] = (
+    (SentenceTransformerEncoderWrapper, "encode", "encode", None, None),  # the plain run's encoder
+    (LayerDynamicsModel, "encode", "encode", None, None),  # the wrapper's (never calls the one above)
+    (VectorStore, "add", "store", "encode", None),  # chosen states of every text
+    (LRDSample, "record", "store", "encode", None),  # every state of the sampled texts
+    (BackgroundDynamics, "result", "lrd", None, "encode"),
+    (BackgroundDynamics, "wait", "lrd", None, "encode"),
+    (augmentation, "task_layer_dynamics", "lrd", None, "encode"),
+    (LRDSample, "measure", "lrd_compute", None, None),
+    (augmentation, "per_layer_scores", "per_layer", None, None),
+)
+
+
 def install_stage_timers(model: SentenceTransformer) -> None:
     """Time the stages of plain and wrapped runs (see the module docstring)."""
-    _accumulate(SentenceTransformerEncoderWrapper, "encode", "encode")  # the plain run's encoder
-    _accumulate(LayerDynamicsModel, "encode", "encode")  # the wrapper's (never calls the one above)
     _accumulate(model, "forward", "forward", inside="encode")  # the same module serves every run
-    _accumulate(VectorStore, "add", "store", inside="encode")  # chosen states of every text
-    _accumulate(LRDSample, "record", "store", inside="encode")  # every state of the sampled texts
-    # The LRD runs in a worker thread once a subset's expected texts are encoded (background_lrd):
-    # mteb's thread waits for it (BackgroundDynamics.result / wait) before the layer keys are
-    # written, or measures it itself (augmentation.task_layer_dynamics) when the worker's result is
-    # dropped; LRDSample.measure is the measurement itself, in whichever thread.
-    _accumulate(BackgroundDynamics, "result", "lrd", outside="encode")
-    _accumulate(BackgroundDynamics, "wait", "lrd", outside="encode")
-    _accumulate(augmentation, "layer_dynamics", "lrd", outside="encode")
-    _accumulate(LRDSample, "measure", "lrd_compute")
-    _accumulate(augmentation, "per_layer_scores", "per_layer")
+    for owner, name, stage, inside, outside in STAGE_TIMERS:
+        _accumulate(owner, name, stage, inside=inside, outside=outside)
 
 
 def resolve_model(choice: str) -> tuple[str, Path]:
@@ -227,10 +237,37 @@ def sts_pairs(max_pairs: int | None) -> list[dict]:
     return pairs[:max_pairs] if max_pairs else pairs
 
 
-def build_tasks(pairs: list[dict]) -> dict[str, object]:
-    """STS, pair classification and retrieval tasks over the same pairs."""
+def distractors(exclude: set[str], count: int) -> list[str]:
+    """Up to ``count`` distinct English sentences of the other shared STS sets (their file order),
+    none of them in ``exclude``.
+
+    Raises:
+        SystemExit: when the shared sets hold fewer than ``count`` such sentences.
+    """
+    found: dict[str, None] = {}
+    for name, shared in SHARED_STS.items():
+        path = shared.test_file(shared_sts_dir())
+        if name == "LocalSTSBenchmark" or not path.is_file():
+            continue
+        for pair in read_jsonl(path):
+            for text in (pair["sentence1"], pair["sentence2"]):
+                if text not in exclude and len(found) < count:
+                    found[text] = None
+    if len(found) < count:
+        raise SystemExit(
+            f"--corpus-docs: the shared STS sets hold {len(found)} more distinct sentences, not {count}"
+        )
+    return list(found)
+
+
+def build_tasks(pairs: list[dict], corpus_docs: int = 0) -> dict[str, object]:
+    """STS, pair classification and retrieval tasks over the same pairs; the retrieval corpus is
+    padded with distractor documents up to ``corpus_docs``."""
     labelled = [{**p, "label": int(float(p["score"]) >= 2.5)} for p in pairs]
     corpus = [{"id": f"d{i}", "text": p["sentence2"]} for i, p in enumerate(pairs)]
+    known = {t for p in pairs for t in (p["sentence1"], p["sentence2"])}
+    extra = distractors(known, corpus_docs - len(corpus)) if corpus_docs > len(corpus) else []
+    corpus += [{"id": f"x{i}", "text": text} for i, text in enumerate(extra)]
     hits = [i for i, p in enumerate(pairs) if float(p["score"]) >= 4.0]
     queries = [{"id": f"q{i}", "text": pairs[i]["sentence1"]} for i in hits]
     qrels = [{"query_id": f"q{i}", "corpus_id": f"d{i}", "score": 1} for i in hits]
@@ -398,7 +435,8 @@ def verdict(variant: str, ratio: float, shares: dict[str, float], target: tuple[
 def print_task(task, name: str, n_pairs: int, m: dict[str, Any], targets: dict, args) -> None:
     plain = m["plain"]
     base = statistics.median(plain)
-    print(f"\n{task.metadata.name} ({name}, {n_pairs} pairs), batch size {args.batch_size}")
+    docs = f", {len(task.dataset['default']['test']['corpus']):,} documents" if name == "retrieval" else ""
+    print(f"\n{task.metadata.name} ({name}, {n_pairs} pairs{docs}), batch size {args.batch_size}")
     print(
         f"  plain      median {base:7.2f} s  runs {[round(t, 2) for t in plain]}  "
         f"(encode {m['plain_encode']:.2f} s, of which forward {m['plain_forward']:.2f} s)"
@@ -454,6 +492,8 @@ def main() -> None:
     parser.add_argument("--variants", default="off,default,all",
                         help="comma-separated wrapped configurations: off, default, all")  # fmt: skip
     parser.add_argument("--max-pairs", type=int, default=None, help="use the first N pairs (default all)")
+    parser.add_argument("--corpus-docs", type=int, default=0,
+                        help="pad the retrieval corpus with distractor sentences up to N documents")  # fmt: skip
     parser.add_argument("--remove", default="2,3", help="blocks removed for the speed-up measurement")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--only", choices=("overhead", "speedup"), default=None, help="run one measurement")
@@ -464,6 +504,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
+    if args.corpus_docs < 0:
+        parser.error("--corpus-docs must be >= 0")
     chosen = list(dict.fromkeys(v.strip() for v in args.variants.split(",") if v.strip()))
     unknown = [v for v in chosen if v not in VARIANTS]
     if unknown or not chosen:
@@ -488,7 +530,7 @@ def main() -> None:
 
     model = SentenceTransformer(str(model_path), device="cpu")
     pairs = sts_pairs(args.max_pairs)
-    tasks = build_tasks(pairs)
+    tasks = build_tasks(pairs, args.corpus_docs)
 
     if args.only != "speedup":
         wrappers = {name: with_layer_dynamics(model, **VARIANTS[name]) for name in chosen}

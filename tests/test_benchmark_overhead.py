@@ -1,0 +1,48 @@
+"""The overhead benchmark's own parts: the stages it times exist under the names it patches, and the
+retrieval corpus it pads with distractors holds what it says (the benchmark itself is not run here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_mteb_overhead.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    saved = dict(os.environ)
+    try:
+        spec = importlib.util.spec_from_file_location("bench_mteb_overhead", BENCH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:  # the module sets its own cache folder and offline flags at import
+        os.environ.clear()
+        os.environ.update(saved)
+    return module
+
+
+def test_every_timed_stage_names_an_existing_method(bench):
+    missing = [f"{getattr(owner, '__name__', owner)}.{name}" for owner, name, *_ in bench.STAGE_TIMERS
+               if not callable(getattr(owner, name, None))]  # fmt: skip
+    assert not missing, f"the overhead benchmark would time methods that no longer exist: {missing}"
+
+
+def test_distractors_are_new_distinct_sentences_of_the_other_sets(bench, shared_sts):
+    pairs = bench.sts_pairs(None)
+    known = {t for p in pairs for t in (p["sentence1"], p["sentence2"])}
+    extra = bench.distractors(known, 500)
+    assert len(extra) == len(set(extra)) == 500
+    assert not known & set(extra)
+    tasks = bench.build_tasks(pairs[:50], corpus_docs=600)
+    corpus = tasks["retrieval"].dataset["default"]["test"]["corpus"]
+    assert len(corpus) == 600
+    assert len(tasks["sts"].dataset["default"]["test"]) == 50
+
+
+def test_more_distractors_than_the_sets_hold_is_an_error(bench, shared_sts):
+    with pytest.raises(SystemExit, match="--corpus-docs"):
+        bench.distractors(set(), 10**7)
