@@ -46,3 +46,24 @@ def test_distractors_are_new_distinct_sentences_of_the_other_sets(bench, shared_
 def test_more_distractors_than_the_sets_hold_is_an_error(bench, shared_sts):
     with pytest.raises(SystemExit, match="--corpus-docs"):
         bench.distractors(set(), 10**7)
+
+
+def test_repeated_texts_are_counted_and_excuse_only_a_last_digit_gap(bench):
+    pairs = [
+        {"sentence1": "a", "sentence2": "b", "score": 4.5},
+        {"sentence1": "a", "sentence2": "c", "score": 1.0},
+    ]
+    tasks = bench.build_tasks(pairs)
+    assert bench.repeated_texts(tasks["sts"]) == 1  # "a" twice
+    assert bench.repeated_texts(tasks["retrieval"]) == 0  # corpus b, c; query a
+
+    class Variant:
+        class options:
+            wanted_keys = ("per_layer",)
+
+    wrapped = {"main_score": 0.5, "per_layer": {"scores": [0.1, 0.5000001]}}
+    plain = {"main_score": 0.5}
+    assert bench.check_scores("v", plain, wrapped, Variant)[0].startswith("v: per-layer score of h_L")
+    assert bench.check_scores("v", plain, wrapped, Variant, repeated=1)[0].startswith("NOTE v:")
+    far = {**wrapped, "per_layer": {"scores": [0.1, 0.6]}}
+    assert bench.check_scores("v", plain, far, Variant, repeated=1)[0].startswith("v: per-layer")
