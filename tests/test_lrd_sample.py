@@ -279,10 +279,19 @@ def test_a_background_measurement_is_dropped_when_more_texts_arrive(tiny_st, mon
 
 def test_expected_documents_join_titles_as_mteb_does():
     from datasets import Dataset
+    from mteb._create_dataloaders import _corpus_to_dict
 
     from mteb_lrd.adapter.expected_texts import _distinct_documents
 
     rows = [{"id": "a", "title": "Cats", "text": "sit"}, {"id": "b", "title": "", "text": "Cats sit"},
             {"id": "c", "title": "Cats", "text": "run"}, {"id": "d", "title": "", "text": " Cats sit"}]  # fmt: skip
-    assert _distinct_documents(Dataset.from_list(rows)) == 3  # "Cats sit" twice; " Cats sit" unstripped
+    assert _distinct_documents(Dataset.from_list(rows)) == 2  # "Cats sit" three times (one stripped)
+    written = {_corpus_to_dict(row)["text"] for row in rows}  # what mteb's own dataloader encodes
+    assert len(written) == 2
+    padded = [{"id": "a", "text": "x "}, {"id": "b", "text": "x"}, {"id": "c", "text": "\ty"}]
+    assert (
+        _distinct_documents(Dataset.from_list(padded))
+        == len({_corpus_to_dict(r)["text"] for r in padded})
+        == 2
+    )
     assert _distinct_documents(Dataset.from_list([{"id": "a", "text": "x"}, {"id": "b", "text": "x"}])) == 1

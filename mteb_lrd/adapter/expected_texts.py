@@ -29,14 +29,14 @@ def _pair_columns(task: Any) -> tuple[Any, Any] | None:
 
 
 def _distinct_documents(corpus: Any) -> int:
-    """Distinct documents as mteb's dataloader writes them: ``title + " " + text`` stripped when
-    there is a title, else the text (``mteb._create_dataloaders._corpus_to_dict``)."""
+    """Distinct documents as mteb's dataloader writes them: ``title + " " + text`` when there is a
+    title, else the text, stripped either way (``mteb._create_dataloaders._corpus_to_dict``)."""
     texts = corpus["text"]
     titles = corpus["title"] if "title" in getattr(corpus, "column_names", ()) else [None] * len(texts)
     if not all(isinstance(text, str) for text in texts):
         raise TypeError("a corpus entry is not a text")
     return len(
-        {(f"{title} {text}".strip() if title else text) for title, text in zip(titles, texts, strict=True)}
+        {(f"{title} {text}" if title else text).strip() for title, text in zip(titles, texts, strict=True)}
     )
 
 
