@@ -86,7 +86,8 @@ def row_check(rows: np.ndarray) -> RowCheck:
     centred = rows - np.asarray(rows.mean(axis=0, dtype=np.float64), dtype=rows.dtype)
     spread = float(np.sqrt(np.einsum("nd,nd->", centred, centred) / max(len(rows), 1)))
     direction = np.asarray(np.random.default_rng(0).standard_normal(rows.shape[1]), dtype=rows.dtype)
-    return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(np.einsum("nd,d->n", rows, direction)).size))
+    projections = np.einsum("nd,d->n", rows, direction)
+    return RowCheck(one_vector=spread <= SPREAD_TOL, distinct=int(np.unique(projections).size))
 
 
 def neighbour_reasons(checks: Iterable[RowCheck], k: int) -> dict[int, str]:
