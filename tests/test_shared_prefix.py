@@ -45,19 +45,58 @@ def test_every_variant_equals_its_pruned_copy(st_model, texts):
         assert not np.allclose(pruned, expected, atol=1e-3)  # the variants do differ from the full model
 
 
-def test_each_variant_runs_only_its_blocks_after_its_last_removed_one(st_model, texts):
-    blocks = st_model[0].auto_model.layers if hasattr(st_model[0].auto_model, "layers") else None
-    blocks = blocks if blocks is not None else st_model[0].auto_model.encoder.layer
+@pytest.mark.parametrize(("kind", "template"), [("llama", "prompteol"), ("qwen2", "prompteol"),
+                                              ("gemma3", None), ("bert", None)])  # fmt: skip
+def test_every_plain_model_variant_equals_what_the_extractor_gives_its_pruned_copy(
+    tiny_model_dir, texts, kind, template
+):
+    """A plain transformers model (a decoder in its template, pooled at its last real token; an
+    encoder): each variant is the final embedding the extractor (so the scoring wrapper) gives the
+    pruned copy, batch for batch the same, bit for bit."""
+    from transformers import AutoModel
+
+    from mteb_lrd.extraction.extractor import LayerExtractor
+    from tests.tiny_models import load_tiny_tokenizer
+
+    path = tiny_model_dir(kind, NUM_LAYERS)
+    model, tokenizer = AutoModel.from_pretrained(str(path)).eval(), load_tiny_tokenizer(path)
+    repeated = texts + texts[:3]
+    sets = _sets() + DEEPER
+    codes, vectors = encode_variants(
+        model, repeated, sets, tokenizer=tokenizer, template=template, batch_size=4
+    )
+
+    def extracted(m):  # the distinct texts: the batches encode_variants forms
+        extractor = LayerExtractor(m, tokenizer, template=template, batch_size=4, show_progress_bar=False)
+        return extractor.extract(texts).embeddings
+
+    np.testing.assert_array_equal(codes, [*range(len(texts)), 0, 1, 2])
+    full = extracted(model)
+    np.testing.assert_array_equal(vectors[()], full)
+    for blocks in sets:
+        pruned = extracted(prune(model, blocks))
+        np.testing.assert_array_equal(vectors[tuple(blocks)], pruned, err_msg=str(blocks))
+        assert not np.allclose(pruned, full, atol=1e-3)
+
+
+def _block_calls(model, encode) -> list[int]:
+    """How many times each block of ``model`` runs during ``encode()``."""
+    from mteb_lrd.extraction.architectures import locate
+
     calls = [0] * NUM_LAYERS
     handles = [
         b.register_forward_hook(lambda *_a, i=i: calls.__setitem__(i, calls[i] + 1))
-        for i, b in enumerate(blocks)
+        for i, b in enumerate(locate(model).blocks)
     ]
     try:
-        encode_variants(st_model, texts, _sets() + DEEPER, batch_size=len(texts))  # one batch
+        encode()
     finally:
         for handle in handles:
             handle.remove()
+    return calls
+
+
+def _assert_each_variant_ran_from_its_parent(calls: list[int]) -> None:
     # every 1- and 2-block set runs the blocks after its last removed one (its single-block prefix
     # holds the state there); (2, 3, 4) those after 4; (2, 6) and (1, 5) those after 2 and 1
     sets, starts = _sets() + DEEPER, [max(s) for s in _sets()] + [4, 2, 1]
@@ -66,6 +105,25 @@ def test_each_variant_runs_only_its_blocks_after_its_last_removed_one(st_model, 
     ]
     from_first = [1 + sum(j > min(s) and j not in s for s in sets) for j in range(NUM_LAYERS)]
     assert sum(calls) < sum(from_first)  # resuming every set from its first removed block costs more
+
+
+def test_each_variant_runs_only_its_blocks_after_its_last_removed_one(st_model, texts):
+    calls = _block_calls(
+        st_model, lambda: encode_variants(st_model, texts, _sets() + DEEPER, batch_size=len(texts))
+    )
+    _assert_each_variant_ran_from_its_parent(calls)  # one batch
+
+
+def test_a_decoders_variants_run_only_their_blocks_after_their_last_removed_one(tiny_model_dir, texts):
+    from transformers import AutoModel
+
+    from tests.tiny_models import load_tiny_tokenizer
+
+    path = tiny_model_dir("qwen2", NUM_LAYERS)
+    model, tokenizer = AutoModel.from_pretrained(str(path)).eval(), load_tiny_tokenizer(path)
+    calls = _block_calls(model, lambda: encode_variants(model, texts, _sets() + DEEPER, tokenizer=tokenizer,
+                                                        template="prompteol", batch_size=len(texts)))  # fmt: skip
+    _assert_each_variant_ran_from_its_parent(calls)
 
 
 def test_resumed_from_restores_the_model(st_model, texts):
@@ -245,3 +303,20 @@ def test_the_expected_texts_are_encoded_together_in_resumable_chunks(st_model, t
     np.testing.assert_allclose(first, pruned.encode(one), atol=2e-5)
     np.testing.assert_allclose(second, pruned.encode(two), atol=2e-5)
     assert not list((tmp_path / "v").rglob("chunks/*/*.npz"))  # chunks go once the files are whole
+
+
+def test_a_plain_models_variants_need_the_encoder_that_scores_the_full_model(tiny_model_dir, tmp_path):
+    from transformers import AutoModel
+
+    from mteb_lrd.studies.pruned_variants import PrunedVariants
+
+    model = AutoModel.from_pretrained(str(tiny_model_dir("qwen2", NUM_LAYERS)))
+    with pytest.raises(ValueError, match="needs full_encoder"):
+        PrunedVariants(model, [[2]], tmp_path / "vectors")
+
+
+def test_embedding_pass_is_for_plain_models(st_model):
+    from mteb_lrd.extraction.extractor import LayerExtractor
+
+    with pytest.raises(TypeError, match="plain transformers models"):
+        LayerExtractor(st_model, show_progress_bar=False).embedding_pass(["a text"])

@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="also score every candidate block set of these sizes (e.g. 1,2) and rank each "
                     "method's choice among them; resumable, hours of CPU for 7 candidates")  # fmt: skip
     parser.add_argument("--separate-passes", action="store_true",
-                        help="encode each pruned variant on its own instead of all of a SentenceTransformer's "
-                        "variants from the blocks they share (same scores, slower)")  # fmt: skip
+                        help="encode each pruned variant on its own instead of all of a model's variants from "
+                        "the blocks they share (the same vectors, slower)")  # fmt: skip
     add_lrd_study_arguments(parser)
     add_study_output_arguments(parser)
     parser.set_defaults(func=run)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -356,6 +356,15 @@ class LayerExtractor:
         return out["all_layer_embeddings"], out["attention_mask"], out["sentence_embedding"], out
 
     def _forward_transformers(self, batch: list[str], prompt: str | None) -> tuple[Any, torch.Tensor]:
+        enc, kwargs = self._tokenized(batch, prompt)
+        out = self.loaded.model(**enc, **kwargs, output_hidden_states=True, return_dict=True)
+        return out.hidden_states, enc["attention_mask"]
+
+    def _tokenized(
+        self, batch: list[str], prompt: str | None
+    ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """A plain model's inputs for ``batch`` (already templated): the tokenizer's tensors on the
+        device, and the forward keywords (no KV cache; positions counted from each text's first token)."""
         tokenizer = self.loaded.tokenizer
         causal = self.loaded.architecture.spec.causal
         no_pad = causal and tokenizer.pad_token is None
@@ -377,15 +386,44 @@ class LayerExtractor:
             for k, v in enc.items()
             if k in ("input_ids", "attention_mask", "token_type_ids")
         }
-        kwargs: dict[str, Any] = {"output_hidden_states": True, "return_dict": True}
+        kwargs: dict[str, Any] = {}
         if causal:
             kwargs["use_cache"] = False
         if causal and self.last_token != "reference":
             # Left padding shifts absolute positions: count them from each text's first real token
             # so that a text's vectors do not depend on its batch (GPT-2 learns absolute positions).
             kwargs["position_ids"] = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-        out = self.loaded.model(**enc, **kwargs)
-        return out.hidden_states, enc["attention_mask"]
+        return enc, kwargs
+
+    def batch_order(self, texts: Sequence[str]) -> np.ndarray:
+        """The order in which :meth:`extract` batches ``texts`` (longest first; the given order for the
+        authors' last-token rule)."""
+        return self._length_order(list(texts))
+
+    def embedding_pass(self, batch: Sequence[str], prompt: str | None = None) -> Callable[[], torch.Tensor]:
+        """``batch`` prepared once (template, prompt, tokenisation) for a plain transformers model; each
+        call of the result runs the model's base on it and returns the final embeddings ``(B, D)`` fp32
+        that :meth:`extract` gives for a batch of these texts, without any per-layer state, so that
+        blocks can be skipped or resumed between calls (:mod:`mteb_lrd.pruning.shared_prefix`).
+
+        Raises:
+            TypeError: for a SentenceTransformer (its own ``preprocess`` and modules embed it).
+        """
+        if self.is_sentence_transformer:
+            raise TypeError(
+                "embedding_pass is for plain transformers models; a SentenceTransformer embeds itself"
+            )
+        enc, kwargs = self._tokenized(apply_template(list(batch), self.template), prompt)
+        rule = "reference" if self.last_token == "reference" else "true"
+        model = self.loaded.architecture.model
+        base = getattr(model, "base_model", model)  # a task head (a language model's) is not needed
+
+        def run() -> torch.Tensor:
+            with torch.inference_mode():
+                out = base(**enc, **kwargs, return_dict=True)
+            return pool(out.last_hidden_state, enc["attention_mask"], self.pooling, rule).float()
+
+        return run
 
     @contextlib.contextmanager
     def _truncation(self) -> Iterator[None]:

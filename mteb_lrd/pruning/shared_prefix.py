@@ -1,4 +1,5 @@
-"""Every pruned variant of a SentenceTransformer from one pass over the blocks they share.
+"""Every pruned variant of a model (a SentenceTransformer or a plain transformers model) from one pass
+over the blocks they share.
 
 A model without the blocks ``S`` computes what the full model computes up to its first removed
 block ``m = min(S)``: the input of block ``m``. More generally, ``S`` and any variant ``P`` whose blocks
@@ -12,6 +13,7 @@ of :mod:`mteb_lrd.pruning.surgery` (block numbering, attention types) for the bl
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -128,17 +130,18 @@ class _VariantTree:
             self.starts.setdefault(parent, set()).add(child[len(parent)])
         self.children = Counter(self.parents.values())
 
-    def run(self, model: Any, features: dict[str, Any], store: _Store, rows: np.ndarray) -> None:
-        """One batch (the texts ``rows``) through every variant, parents first, into ``store``."""
+    def run(self, model: Any, forward: Callable[[], torch.Tensor], store: _Store, rows: np.ndarray) -> None:
+        """One batch (the texts ``rows``; ``forward()`` embeds them with ``model`` as it stands) through
+        every variant, parents first, into ``store``."""
         inputs: dict[BlockSet, dict[int, torch.Tensor]] = {}
         waiting = self.children.copy()
         with self._keeping((), inputs):
-            store((), rows, model(dict(features)))
+            store((), rows, forward())
         for blocks in self.sets[1:]:  # sorted: every parent comes before its children
             parent = self.parents[blocks]
             state = inputs[parent][blocks[len(parent)]]
             with resumed_from(model, state, blocks[len(parent) :]), self._keeping(blocks, inputs):
-                store(blocks, rows, model(dict(features)))
+                store(blocks, rows, forward())
             waiting[parent] -= 1
             if not waiting[parent]:  # its last child is done: free its states
                 del inputs[parent]
@@ -160,11 +163,16 @@ def encode_variants(
     prompt: str | None = None,
     batch_size: int = 32,
     allocate: Allocator | None = None,
+    tokenizer: Any = None,
+    template: str | None = None,
+    max_length: int = 512,
 ) -> tuple[np.ndarray, dict[BlockSet, np.ndarray]]:
     """Sentence embeddings of the distinct ``texts`` by the full model and by each pruned variant.
 
     Args:
-        model: a SentenceTransformer (its own tokenisation, truncation, prompt handling and modules).
+        model: a SentenceTransformer (its own tokenisation, truncation, prompt handling and modules)
+            or a plain transformers model (embedded as :class:`~mteb_lrd.extraction.extractor.LayerExtractor`
+            embeds it: its pooling, left padding and last real token for decoders).
         texts: the texts; each distinct one is encoded once, in length-sorted batches as ``encode``.
         block_sets: the blocks each variant removes (the full model, ``()``, is always included).
         prompt: the prompt text prepended to every text, as ``encode(prompt=...)``.
@@ -172,6 +180,9 @@ def encode_variants(
         allocate: ``allocate(blocks, shape)`` returns the float32 array a variant's vectors are
             written to (e.g. a memory map, so that a large task's variants need not fit in memory);
             default: ``numpy.empty``.
+        tokenizer / template / max_length: a plain model's tokenizer (``None``: loaded with it), text
+            template (:mod:`mteb_lrd.extraction.templates`) and truncation; unused for a
+            SentenceTransformer.
 
     Returns:
         ``(codes, embeddings)``: ``embeddings[blocks]`` is ``(n_distinct, D)`` float32 and
@@ -184,29 +195,81 @@ def encode_variants(
         raise ValueError("texts is empty: nothing to encode")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    from sentence_transformers.util import batch_to_device
-
     located = locate(model)
     tree = _VariantTree(_checked_sets(block_sets, located.num_blocks), located.blocks)
     codes, first = distinct_texts(texts)
     distinct = [texts[i] for i in first]
-    length = _compat.input_length(model)
-    order = np.argsort([-(length(t) if length else len(t)) for t in distinct], kind="stable")
+    batches = (
+        _sentence_transformer_batches(model, distinct, prompt)
+        if _is_sentence_transformer(model)
+        else _plain_batches(
+            model, distinct, prompt, tokenizer=tokenizer, template=template, max_length=max_length
+        )
+    )
     out: dict[BlockSet, np.ndarray] = {}
     store = _Store(out, len(distinct), allocate or _in_memory)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            for begin in range(0, len(order), batch_size):
-                rows = order[begin : begin + batch_size]
-                features = batch_to_device(
-                    model.preprocess([distinct[i] for i in rows], prompt=prompt), model.device
-                )
-                tree.run(model, features, store, rows)
+            for rows, forward in batches(batch_size):
+                tree.run(model, forward, store, rows)
     finally:
         model.train(was_training)
     return codes, out
+
+
+Batches = Callable[[int], Iterator[tuple[np.ndarray, Callable[[], torch.Tensor]]]]
+"""``batches(batch_size)`` yields, per batch, the rows of its texts and the call that embeds them."""
+
+
+def _is_sentence_transformer(model: Any) -> bool:
+    from sentence_transformers import SentenceTransformer
+
+    return isinstance(model, SentenceTransformer)
+
+
+def _sentence_transformer_batches(model: Any, distinct: list[str], prompt: str | None) -> Batches:
+    from sentence_transformers.util import batch_to_device
+
+    length = _compat.input_length(model)
+    order = np.argsort([-(length(t) if length else len(t)) for t in distinct], kind="stable")
+
+    def batches(batch_size: int) -> Iterator[tuple[np.ndarray, Callable[[], torch.Tensor]]]:
+        for begin in range(0, len(order), batch_size):
+            rows = order[begin : begin + batch_size]
+            features = batch_to_device(
+                model.preprocess([distinct[i] for i in rows], prompt=prompt), model.device
+            )
+            yield rows, functools.partial(_sentence_embedding, model, features)
+
+    return batches
+
+
+def _sentence_embedding(model: Any, features: dict[str, Any]) -> torch.Tensor:
+    return model(dict(features))["sentence_embedding"]
+
+
+def _plain_batches(
+    model: Any,
+    distinct: list[str],
+    prompt: str | None,
+    *,
+    tokenizer: Any,
+    template: str | None,
+    max_length: int,
+) -> Batches:
+    from mteb_lrd.extraction.extractor import LayerExtractor
+
+    def batches(batch_size: int) -> Iterator[tuple[np.ndarray, Callable[[], torch.Tensor]]]:
+        extractor = LayerExtractor(model, tokenizer, batch_size=batch_size, max_length=max_length,
+                                   template=template, show_progress_bar=False)  # fmt: skip
+        order = extractor.batch_order(distinct)
+        for begin in range(0, len(order), extractor.batch_size):
+            rows = order[begin : begin + extractor.batch_size]
+            yield rows, extractor.embedding_pass([distinct[i] for i in rows], prompt)
+
+    return batches
 
 
 class _Store:
@@ -215,8 +278,8 @@ class _Store:
     def __init__(self, out: dict[BlockSet, np.ndarray], n: int, allocate: Allocator) -> None:
         self.out, self.n, self.allocate = out, n, allocate
 
-    def __call__(self, blocks: BlockSet, rows: np.ndarray, features: Any) -> None:
-        vectors = features["sentence_embedding"].float().cpu().numpy()
+    def __call__(self, blocks: BlockSet, rows: np.ndarray, embeddings: torch.Tensor) -> None:
+        vectors = embeddings.float().cpu().numpy()
         if blocks not in self.out:
             self.out[blocks] = self.allocate(blocks, (self.n, vectors.shape[1]))
         self.out[blocks][rows] = vectors

@@ -78,9 +78,9 @@ class PruneStudyOptions:
         all_subsets: sizes of candidate block sets to score exhaustively (e.g. ``(1, 2)``: every
             single block and every pair), the reference each rule's choice of that size is ranked
             against; ``()`` scores only the methods' choices.
-        shared_prefix: encode a SentenceTransformer's variants together, each from the state the full
-            model or a smaller variant had where they part (:mod:`mteb_lrd.pruning.shared_prefix`;
-            same scores, fewer blocks run);
+        shared_prefix: encode a model's variants together, each from the state the full model or a
+            smaller variant had where they part (:mod:`mteb_lrd.pruning.shared_prefix`; the vectors
+            of the pruned copies, fewer blocks run);
             ``False``: each variant a pruned copy encoded on its own.
 
     Raises:

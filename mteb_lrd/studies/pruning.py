@@ -159,9 +159,7 @@ def measure_pruning_cell(
             "reproduce": options.reproduce,
             "prompt": prompt,
             "template": model.template,
-            "variant_encoding": "shared prefix"
-            if pruning.shared_prefix and model.tokenizer is None
-            else "separate",
+            "variant_encoding": "shared prefix" if pruning.shared_prefix else "separate",
         },
         "reproduce": options.reproduce,
         "extraction": cell.dynamics.extraction,
@@ -205,10 +203,10 @@ def _score_variants(
     recording to) ``scratch/variants.json`` after each; the first ``pruning.speed_texts`` of the
     task's distinct ``texts`` are timed.
 
-    With ``pruning.shared_prefix`` a SentenceTransformer's variants are encoded together
+    With ``pruning.shared_prefix`` the variants are encoded together
     (:class:`~mteb_lrd.studies.pruned_variants.PrunedVariants`, vectors kept in
-    ``scratch/vectors`` until the cell is done; the task's ``texts`` are encoded together);
-    otherwise each variant is a pruned copy encoded on its own.
+    ``scratch/vectors`` until the cell is done; the task's ``texts`` are encoded together; a
+    decoder's in its template); otherwise each variant is a pruned copy encoded on its own.
     """
     from mteb_lrd.studies.pruned_variants import PrunedVariants
 
@@ -217,9 +215,14 @@ def _score_variants(
     distinct = [()] + sorted({tuple(b) for b in block_sets})
     speed_sample = model.texts(list(texts[: pruning.speed_texts]))
     shared = None
-    if pruning.shared_prefix and model.tokenizer is None:
+    if pruning.shared_prefix:
         pending = [b for b in distinct if block_key(b) not in done]
-        shared = PrunedVariants(model.model, pending, scratch / "vectors", batch_size=batch_size, texts=texts)
+        plain = {} if model.tokenizer is None else {
+            "full_encoder": mteb_encoder(model), "tokenizer": model.tokenizer, "template": model.template,
+            "max_length": model.max_length,
+        }  # fmt: skip
+        shared = PrunedVariants(model.model, pending, scratch / "vectors", batch_size=batch_size, texts=texts,
+                                **plain)  # fmt: skip
     for blocks in distinct:
         key = block_key(blocks)
         if key in done:

@@ -192,24 +192,34 @@ def test_each_pruned_copy_is_freed_before_the_next_is_made(tmp_path, tiny_task, 
     assert len(copies) == 3 and alive_at_next == [0] * len(alive_at_next)
 
 
-def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, tiny_task):  # noqa: F811
-    """A SentenceTransformer's variants encoded together score as pruned copies encoded one by one;
-    the kept vectors go when the cell is done."""
+@pytest.mark.parametrize("kind", ["sentence-transformer", "decoder"])
+def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(
+    tmp_path,
+    tiny_task,  # noqa: F811
+    tiny_model_dir,
+    kind,
+):
+    """A model's variants encoded together (a SentenceTransformer; a decoder in its template) score as
+    pruned copies encoded one by one; the kept vectors go when the cell is done."""
     from mteb_lrd.studies.pruning import run_prune_study
     from mteb_lrd.studies.records import read_record
     from mteb_lrd.studies.runner import load_study_model
-    from tests.tiny_models import build_tiny_sentence_transformer
+    from tests.tiny_models import build_tiny_sentence_transformer, load_tiny_tokenizer
 
-    model = load_study_model(
-        str(build_tiny_sentence_transformer(tmp_path / "st9", num_layers=9, kind="mpnet"))
-    )
+    if kind == "decoder":
+        path = tiny_model_dir("qwen2", num_layers=9)
+        model = load_study_model(str(path), tokenizer=load_tiny_tokenizer(path), decoder_template="prompteol")
+    else:
+        model = load_study_model(
+            str(build_tiny_sentence_transformer(tmp_path / "st9", num_layers=9, kind="mpnet"))
+        )
     records = {}
     for shared in (True, False):
         out = tmp_path / f"shared-{shared}"
         run_prune_study([model], {"TinySTS": tiny_task}, out, CellOptions(caps=Caps(20, 20, 20)),
                         PruneStudyOptions(budgets=(0.2,), speed_texts=8, all_subsets=(1, 2),
                                           shared_prefix=shared))  # fmt: skip
-        records[shared] = read_record(out / "records" / "st9" / "TinySTS.json")
+        records[shared] = read_record(out / "records" / model.name / "TinySTS.json")
         assert not list((out / "records").rglob("*.vectors"))
     assert records[True]["settings"]["variant_encoding"] == "shared prefix"
     assert records[False]["settings"]["variant_encoding"] == "separate"
@@ -219,6 +229,7 @@ def test_shared_prefix_encoding_gives_the_scores_of_separate_copies(tmp_path, ti
         for key, delta in records[False]["subsets"][size].items():
             assert records[True]["subsets"][size][key] == pytest.approx(delta, abs=1e-6), key
     assert len(records[True]["subsets"]["2"]) == len(candidate_block_sets(10, 2)) == math.comb(4, 2)
+    assert len(set(records[True]["subsets"]["1"].values())) > 1  # the variants do score differently
 
 
 def test_an_interrupted_prune_cell_keeps_its_profile_until_the_record_is_written(
