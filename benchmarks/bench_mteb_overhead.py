@@ -64,7 +64,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _early_option(name: str) -> str | None:
@@ -309,15 +309,22 @@ def repeated_texts(task) -> int:
     return len(texts) - len(set(texts))
 
 
+class Findings(NamedTuple):
+    """What a check found: ``problems`` (a wrapped run's scores are wrong) and ``notes`` (explained gaps)."""
+
+    problems: list[str]
+    notes: list[str]
+
+
 def check_scores(
     name: str, plain: dict, wrapped: dict, variant: LayerDynamicsModel, repeated: int = 0
-) -> list[str]:
+) -> Findings:
     """What is wrong with a wrapped run's scores: ordinary scores differing from the plain run's,
     layer keys missing or in error, the per-layer score of h_L not the main score. With
     ``repeated`` texts the h_L score may differ in its last digits: a repeated text's per-layer
     vector is stored once, while the plain run embeds each copy in its own batch (bit-different
-    copies break near-ties otherwise); that is printed as a note, not a problem."""
-    problems = []
+    copies break near-ties otherwise); that is a note, not a problem."""
+    problems, notes = [], []
     ordinary = {k: v for k, v in wrapped.items() if k not in LAYER_KEYS}
     if ordinary != plain:
         keys = sorted(k for k in set(ordinary) | set(plain) if ordinary.get(k) != plain.get(k))
@@ -334,12 +341,12 @@ def check_scores(
     if isinstance(per_layer, dict) and "scores" in per_layer:
         last = per_layer["scores"][-1]
         if last != wrapped["main_score"]:
-            note = "NOTE " if repeated and abs(last - wrapped["main_score"]) < 1e-4 else ""
-            why = f" ({repeated} repeated texts, each stored once for the layers)" if note else ""
-            problems.append(
-                f"{note}{name}: per-layer score of h_L {last!r} != main score {wrapped['main_score']!r}{why}"
-            )
-    return problems
+            gap = f"{name}: per-layer score of h_L {last!r} != main score {wrapped['main_score']!r}"
+            if repeated and abs(last - wrapped["main_score"]) < 1e-4:
+                notes.append(f"{gap} ({repeated} repeated texts, each stored once for the layers)")
+            else:
+                problems.append(gap)
+    return Findings(problems, notes)
 
 
 def measure_overhead(
@@ -349,6 +356,7 @@ def measure_overhead(
     run = {"cache": None, "co2_tracker": False, "show_progress_bar": False,
            "encode_kwargs": {"batch_size": args.batch_size, "show_progress_bar": False}}  # fmt: skip
     problems: list[str] = []
+    notes: list[str] = []
     repeated = repeated_texts(task)
 
     def once(name: str) -> dict[str, float]:
@@ -360,7 +368,9 @@ def measure_overhead(
             reference["plain"] = scores
         else:
             if "plain" in reference:
-                problems.extend(check_scores(name, reference["plain"], scores, wrappers[name], repeated))
+                found = check_scores(name, reference["plain"], scores, wrappers[name], repeated)
+                problems.extend(found.problems)
+                notes.extend(found.notes)
             lrd = scores.get("layer_dynamics")
             if isinstance(lrd, dict) and "n_used" in lrd:
                 sample = lrd.get("sample") or {}
@@ -419,6 +429,7 @@ def measure_overhead(
         "variants": variants,
         "main_score": reference["plain"]["main_score"],
         "problems": list(dict.fromkeys(problems)),
+        "notes": list(dict.fromkeys(notes)),
         "samples": samples,
     }
 
@@ -484,8 +495,10 @@ def print_task(task, name: str, n_pairs: int, m: dict[str, Any], targets: dict, 
             f"  {variant:<8} LRD: {text}; took {compute:.2f} s ({v['shares']['lrd_compute']:.1%} of plain), "
             f"of which mteb's thread waited {waited:.2f} s"
         )
+    for note in m["notes"]:
+        print(f"  NOTE {note}")
     for problem in m["problems"]:
-        print(f"  {problem}" if problem.startswith("NOTE ") else f"  PROBLEM {problem}")
+        print(f"  PROBLEM {problem}")
 
 
 def cpu_name() -> str:
@@ -570,7 +583,7 @@ def main() -> None:
             task = tasks[name]
             m = measure_overhead(model, wrappers, task, args)
             print_task(task, name, len(pairs), m, targets, args)
-            problems += [p for p in m["problems"] if not p.startswith("NOTE ")]
+            problems += m["problems"]
             for variant, v in m["variants"].items():
                 worst[variant] = max(worst.get(variant, 0.0), v["ratio"])
         del model.forward  # the speed-up measurement copies the model: no timing wrapper in it

@@ -63,7 +63,10 @@ def test_repeated_texts_are_counted_and_excuse_only_a_last_digit_gap(bench):
 
     wrapped = {"main_score": 0.5, "per_layer": {"scores": [0.1, 0.5000001]}}
     plain = {"main_score": 0.5}
-    assert bench.check_scores("v", plain, wrapped, Variant)[0].startswith("v: per-layer score of h_L")
-    assert bench.check_scores("v", plain, wrapped, Variant, repeated=1)[0].startswith("NOTE v:")
+    found = bench.check_scores("v", plain, wrapped, Variant)
+    assert found.problems[0].startswith("v: per-layer score of h_L") and not found.notes
+    found = bench.check_scores("v", plain, wrapped, Variant, repeated=1)
+    assert not found.problems and found.notes[0].startswith("v: per-layer score of h_L")
     far = {**wrapped, "per_layer": {"scores": [0.1, 0.6]}}
-    assert bench.check_scores("v", plain, far, Variant, repeated=1)[0].startswith("v: per-layer")
+    found = bench.check_scores("v", plain, far, Variant, repeated=1)
+    assert found.problems[0].startswith("v: per-layer") and not found.notes
