@@ -154,6 +154,23 @@ def test_selection_rows_name_the_sts_scope_and_the_size_controls(tmp_path):
            "smollm2-135m (SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to float32) are pooled" in text  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("tasks", "scope"),
+    [
+        ({"T1": "EmpythyTweetSentiment", "T2": "DrugReviewSentiment"}, "classification"),
+        ({"T1": "LocalSTS12", "T2": "DrugReviewSentiment", "T3": "LocalSTS13"}, "task"),
+    ],
+)
+def test_selection_rows_name_the_scope_of_their_tasks(tmp_path, tasks, scope):
+    """The two study classification tasks: classification performance; STS and classification: task."""
+    records = [{**r, "task": tasks[r["task"]]} for r in _selection(9, 1.0) if r["task"] in tasks]
+    write_rows(tmp_path / "select.csv", tidy_rows(records, "select"))
+    row = next(line for line in render_results(tmp_path).splitlines() if line.startswith("| Frenet: d0L"))
+    assert row.startswith(
+        f"| Frenet: d0L correlates positively with {scope} performance (the paper: MTEB performance)"
+    )
+
+
 def test_the_decoders_checkpoints_are_the_panel_tables():
     """The document's short checkpoint descriptions name the panel's checkpoint and quantisation."""
     from mteb_lrd.models.panel import PANEL

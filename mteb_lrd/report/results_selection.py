@@ -21,6 +21,7 @@ from mteb_lrd.studies.selection_analysis import (
     records_reproduce,
     score_tables,
 )
+from mteb_lrd.studies.tasks import CLASSIFICATION_TASKS
 from mteb_lrd.tasks.shared_tasks import SHARED_STS
 
 __all__ = [
@@ -50,8 +51,11 @@ _FIRST_LAST = "nrs_jaccard_first_last"
 
 
 def _scope(records: Sequence[Mapping[str, Any]]) -> str:
-    """What the main scores measure: ``"STS"`` when every task is a shared STS set, else ``"task"``."""
-    return "STS" if all(r["task"] in SHARED_STS for r in records) else "task"
+    """What the main scores measure: ``"STS"`` when every task is a shared STS set, ``"classification"``
+    when every one is a study classification task, else ``"task"``."""
+    if all(r["task"] in SHARED_STS for r in records):
+        return "STS"
+    return "classification" if all(r["task"] in CLASSIFICATION_TASKS for r in records) else "task"
 
 
 def _floor(test: Mapping[str, Any]) -> float:
