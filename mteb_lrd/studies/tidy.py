@@ -83,6 +83,8 @@ def _pruning_rows(rec: Mapping[str, Any], study: str) -> list[dict[str, Any]]:
         k: settings.get(k) for k in ("protect", "mapping", "caps", "reproduce", "prompt", "text_order")
     }
     options["main_score_name"] = rec.get("main_score_name")
+    if "variant_encoding" in settings:  # how the variants were encoded (recorded since it varies)
+        options["variant_encoding"] = settings["variant_encoding"]
     common = _common(rec, study, options)
     rows = [{**common, "row": "base", "score": "main_score", "value": rec["base_score"]}]
     for c in rec["choices"]:

@@ -72,7 +72,8 @@ def _pruning_records():
                 "model": {"name": name, "family": family, "params": params, "dim": 8, "layers": 8,
                           "kind": "decoder", "template": "prompteol"},
                 "task": task, "base_score": float(rng.uniform(0.5, 0.8)), "main_score_name": "cosine_spearman",
-                "n_texts": 40, "settings": {"protect": 3, "mapping": "reference"}, "choices": choices,
+                "n_texts": 40, "settings": {"protect": 3, "mapping": "reference", "variant_encoding": "shared prefix"},
+                "choices": choices,
                 "subsets": subsets,
             })  # fmt: skip
     return records
@@ -86,6 +87,9 @@ def test_pruning_analysis_is_the_same_from_the_tidy_file(tmp_path):
     before, after = analyse_pruning(records, n_resamples=200), analyse_pruning(rebuilt, n_resamples=200)
     assert json.dumps(after, sort_keys=True, default=str) == json.dumps(before, sort_keys=True, default=str)
     assert after["exhaustive"]["cells"] and rebuilt[0]["choices"][0]["blocks"] == [3]
+    from mteb_lrd.studies.tidy import tidy_rows
+
+    assert json.loads(tidy_rows(records, "pruning")[0]["options"])["variant_encoding"] == "shared prefix"
 
 
 def test_a_file_that_is_no_tidy_record_is_named(tmp_path):
