@@ -70,3 +70,7 @@ def test_repeated_texts_are_counted_and_excuse_only_a_last_digit_gap(bench):
     far = {**wrapped, "per_layer": {"scores": [0.1, 0.6]}}
     found = bench.check_scores("v", plain, far, Variant, repeated=1)
     assert found.problems[0].startswith("v: per-layer") and not found.notes
+    # up to the share of repeated texts (83 of 10,338: ties among copied documents in a search)
+    tied = {**wrapped, "per_layer": {"scores": [0.1, 0.50013]}}
+    assert bench.check_scores("v", plain, tied, Variant, repeated=83, texts=10338).notes
+    assert bench.check_scores("v", plain, tied, Variant, repeated=1, texts=10338).problems
